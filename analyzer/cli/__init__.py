@@ -1,0 +1,10 @@
+"""The command-line interface: one module per command, assembled here."""
+
+from .base import main
+from .rules import rules_cmd
+from .scan import scan
+
+main.add_command(scan)
+main.add_command(rules_cmd)
+
+__all__ = ["main"]

@@ -1,0 +1,106 @@
+"""`neuron-ready scan`: findings, the port's effort class and the readiness score."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..config import check_fail_on, load_settings, parse_size
+from ..engine import run_scan
+from ..gate import fail_reasons
+from ..model import TARGETS
+from ..render import FORMATS, render
+from .base import UserError, split_list, write_output
+
+
+def resolve_paths(paths: tuple[Path, ...]) -> tuple[Path, list[Path] | None]:
+    """(root, explicit paths or None). One directory is walked; anything else is a file list
+    (as pre-commit passes it) reported relative to the working directory."""
+    for p in paths:
+        if not p.exists() and not p.is_symlink():
+            raise UserError(f"no such file or directory: {p}")
+    if not paths:
+        return Path("."), None
+    if len(paths) == 1 and paths[0].is_dir():
+        return paths[0], None
+    cwd = os.path.abspath(".")
+    absolute = [os.path.abspath(p) for p in paths]
+    if all(a == cwd or a.startswith(cwd + os.sep) for a in absolute):
+        return Path("."), list(paths)
+    common = os.path.commonpath([a if os.path.isdir(a) else os.path.dirname(a) for a in absolute])
+    return Path(common), [Path(a) for a in absolute]
+
+
+def scan_options(f):
+    """Options shared by every command that scans (scan, and later diff/comment helpers)."""
+    options = [
+        click.option("--target", type=click.Choice(TARGETS), help="native = TorchNeuron on Trn2/Trn3 (default); xla = torch-neuronx <= 2.9."),
+        click.option("--select", multiple=True, metavar="RULES", help="Only these rule ids, prefixes (NR10) or categories; repeatable or comma-separated."),
+        click.option("--ignore", multiple=True, metavar="RULES", help="Skip these rule ids, prefixes or categories."),
+        click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching this gitignore-style pattern (repeatable)."),
+        click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Config file (default: nearest pyproject.toml with [tool.neuron-ready], or neuron-ready.toml)."),
+        click.option("--isolated", is_flag=True, help="Ignore configuration files."),
+        click.option("--max-file-size", metavar="SIZE", help="Skip larger files with a diagnostic (default 2MiB)."),
+        click.option("--no-gitignore", is_flag=True, help="Scan files that .gitignore excludes."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def build_settings(paths, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on=()):
+    root, files = resolve_paths(paths)
+    settings = load_settings(root, config_path, isolated)
+    settings.files = files
+    if target:
+        settings.target = target
+    if select:
+        settings.select = split_list(select)
+    if ignore:
+        settings.ignore = split_list(ignore)
+    settings.exclude = settings.exclude + list(exclude)
+    if max_file_size:
+        try:
+            settings.max_file_size = parse_size(max_file_size)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--max-file-size") from None
+    if no_gitignore:
+        settings.respect_gitignore = False
+    if fail_on:
+        try:
+            settings.fail_on = check_fail_on(split_list(fail_on))
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--fail-on") from None
+    from ..catalog import valid_selector
+
+    for s in settings.select + settings.ignore:
+        if not valid_selector(s):
+            raise UserError(f"{s!r} is not a rule id, id prefix (e.g. NR10) or category")
+    return settings
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format.")
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
+@click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus), a rule id/prefix/category, or 'any'.")
+@scan_options
+@click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
+@click.pass_context
+def scan(ctx, paths, fmt, output, fail_on, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
+    """Scan PATHS (default: the current directory) for what a Trainium port must change.
+
+    One directory is walked (honouring .gitignore); several paths or files are scanned as given
+    and reported relative to the working directory.
+    """
+    settings = build_settings(paths, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on)
+    outcome = run_scan(settings)
+    use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
+    write_output(render(outcome.report, fmt, color=bool(use_color) and fmt == "text"), output)
+    reasons = fail_reasons(outcome.report, settings.fail_on)
+    if reasons:
+        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
+        ctx.exit(1)

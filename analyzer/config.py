@@ -1,0 +1,264 @@
+"""Settings: `[tool.neuron-ready]` in pyproject.toml (or a neuron-ready.toml) merged with CLI flags.
+
+Every problem is a ConfigError whose text is one line: `FILE:LINE: what is wrong`. The CLI turns it
+into exit code 2.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .catalog import valid_selector
+from .model import EFFORT_CLASSES, TARGETS
+
+TOOL = "neuron-ready"
+CONFIG_FILES = ("neuron-ready.toml", ".neuron-ready.toml", "pyproject.toml")
+KEYS = (
+    "target", "select", "ignore", "exclude", "per-path-ignores", "extra-catalogs", "max-file-size",
+    "respect-gitignore", "fail-on", "entry", "jobs", "cache", "cache-dir", "workload",
+)
+WORKLOAD_KEYS = (
+    "gpu-instance", "trainium-instance", "gpu-price", "trainium-price", "gpu-instances", "trainium-instances",
+    "pricing", "gpu-hours-per-run", "relative-throughput", "runs-per-month", "day-rate", "person-days",
+)
+DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
+
+
+class ConfigError(Exception):
+    """A one-line, user-facing configuration problem."""
+
+
+@dataclass
+class Settings:
+    root: Path = Path(".")
+    files: list[Path] | None = None  # explicit files (pre-commit); None = walk root
+    target: str = "native"
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    per_path_ignores: dict[str, list[str]] = field(default_factory=dict)
+    extra_catalogs: list[Path] = field(default_factory=list)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    respect_gitignore: bool = True
+    fail_on: list[str] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)
+    jobs: int = 0  # 0 = all cores
+    cache: bool = True
+    cache_dir: Path | None = None
+    workload: dict[str, Any] = field(default_factory=dict)
+    config_path: Path | None = None
+
+
+@dataclass
+class RawConfig:
+    path: Path
+    text: str
+    table: dict[str, Any]
+    standalone: bool  # neuron-ready.toml (top-level keys) rather than pyproject's tool table
+
+    def line_of(self, key: str | None = None, subtable: str | None = None) -> int:
+        """Best-effort line of a key (or a sub-table header) in the file, for error messages."""
+        lines = self.text.splitlines()
+        header = None if self.standalone else re.compile(r"^\s*\[\s*tool\s*\.\s*[\"']?neuron-ready[\"']?\s*[\].]")
+        start = 0
+        if header is not None:
+            for i, line in enumerate(lines):
+                if header.match(line):
+                    start = i
+                    break
+        if subtable:
+            rx = re.compile(r"^\s*\[.*" + re.escape(subtable) + r"[\"']?\s*\]")
+            for i in range(start, len(lines)):
+                if rx.match(lines[i]):
+                    return i + 1
+        if key:
+            rx = re.compile(r"^\s*[\"']?" + re.escape(key) + r"[\"']?\s*=")
+            for i in range(start, len(lines)):
+                if rx.match(lines[i]):
+                    return i + 1
+        return start + 1
+
+    def error(self, problem: str, key: str | None = None, subtable: str | None = None) -> ConfigError:
+        where = f"[tool.{TOOL}]" if not self.standalone else ""
+        prefix = f"{where} " if where else ""
+        return ConfigError(f"{self.path}:{self.line_of(key, subtable)}: {prefix}{problem}")
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest config at `start` or above it, stopping at a repository root."""
+    d = start.resolve()
+    if d.is_file():
+        d = d.parent
+    while True:
+        for name in CONFIG_FILES:
+            p = d / name
+            if p.is_file():
+                if name != "pyproject.toml":
+                    return p
+                try:
+                    if re.search(r"^\s*\[\s*tool\s*\.\s*[\"']?neuron-ready", p.read_text(encoding="utf-8", errors="replace"), re.M):
+                        return p
+                except OSError:
+                    pass
+        if (d / ".git").exists() or d.parent == d:
+            return None
+        d = d.parent
+
+
+def read_config(path: Path) -> RawConfig:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{path}:1: cannot read config: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}:1: config is not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line = getattr(e, "lineno", None) or _line_from_message(str(e))
+        msg = getattr(e, "msg", None) or re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise ConfigError(f"{path}:{line}: invalid TOML: {msg}") from None
+    standalone = path.name != "pyproject.toml"
+    table = data if standalone else data.get("tool", {}).get(TOOL, {})
+    raw = RawConfig(path, text, table if isinstance(table, dict) else {}, standalone)
+    if not isinstance(table, dict):
+        raise raw.error("must be a table")
+    return raw
+
+
+def _line_from_message(msg: str) -> int:
+    m = re.search(r"line (\d+)", msg)
+    return int(m.group(1)) if m else 1
+
+
+def _strings(raw: RawConfig, key: str, value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise raw.error(f"{key}: expected a list of strings, got {value!r}", key)
+    return list(value)
+
+
+def _selectors(raw: RawConfig, key: str, value: Any, subtable: str | None = None) -> list[str]:
+    out = _strings(raw, key, value)
+    for s in out:
+        if not valid_selector(s):
+            raise raw.error(f"{key}: {s!r} is not a rule id, id prefix (e.g. NR10) or category", key, subtable)
+    return out
+
+
+def parse_size(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]i?[bB]?|[bB])?\s*", value)
+        if m:
+            unit = (m.group(2) or "b").lower().rstrip("b").rstrip("i")
+            mult = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit]
+            return int(float(m.group(1)) * mult)
+    raise ValueError(f"expected a size like 2000000, '500KiB' or '2MiB', got {value!r}")
+
+
+def check_fail_on(values: list[str]) -> list[str]:
+    for v in values:
+        if v not in EFFORT_CLASSES and v != "any" and not valid_selector(v):
+            raise ValueError(f"{v!r} is not an effort class ({', '.join(EFFORT_CLASSES)}), 'any', a rule id, prefix or category")
+    return values
+
+
+def apply_config(settings: Settings, raw: RawConfig) -> None:
+    t = raw.table
+    for key in t:
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, KEYS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise raw.error(f"unknown key '{key}'{hint}", key)
+    base = raw.path.parent
+    if "target" in t:
+        if t["target"] not in TARGETS:
+            raise raw.error(f"target: expected one of {', '.join(TARGETS)}, got {t['target']!r}", "target")
+        settings.target = t["target"]
+    if "select" in t:
+        settings.select = _selectors(raw, "select", t["select"])
+    if "ignore" in t:
+        settings.ignore = _selectors(raw, "ignore", t["ignore"])
+    if "exclude" in t:
+        settings.exclude = _strings(raw, "exclude", t["exclude"])
+    if "per-path-ignores" in t:
+        ppi = t["per-path-ignores"]
+        if not isinstance(ppi, dict):
+            raise raw.error("per-path-ignores: expected a table of glob = [rule selectors]", "per-path-ignores")
+        settings.per_path_ignores = {
+            pattern: _selectors(raw, pattern, sel, "per-path-ignores") for pattern, sel in ppi.items()
+        }
+    if "extra-catalogs" in t:
+        paths = [base / p for p in _strings(raw, "extra-catalogs", t["extra-catalogs"])]
+        for p in paths:
+            if not p.is_file():
+                raise raw.error(f"extra-catalogs: no such file: {p}", "extra-catalogs")
+        settings.extra_catalogs = paths
+    if "max-file-size" in t:
+        try:
+            settings.max_file_size = parse_size(t["max-file-size"])
+        except ValueError as e:
+            raise raw.error(f"max-file-size: {e}", "max-file-size") from None
+    if "respect-gitignore" in t:
+        if not isinstance(t["respect-gitignore"], bool):
+            raise raw.error("respect-gitignore: expected true or false", "respect-gitignore")
+        settings.respect_gitignore = t["respect-gitignore"]
+    if "fail-on" in t:
+        try:
+            settings.fail_on = check_fail_on(_strings(raw, "fail-on", t["fail-on"]))
+        except ValueError as e:
+            raise raw.error(f"fail-on: {e}", "fail-on") from None
+    if "entry" in t:
+        settings.entries = _strings(raw, "entry", t["entry"])
+    if "jobs" in t:
+        j = t["jobs"]
+        if not isinstance(j, int) or isinstance(j, bool) or j < 0:
+            raise raw.error("jobs: expected a whole number (0 = all cores)", "jobs")
+        settings.jobs = j
+    if "cache" in t:
+        if not isinstance(t["cache"], bool):
+            raise raw.error("cache: expected true or false", "cache")
+        settings.cache = t["cache"]
+    if "cache-dir" in t:
+        if not isinstance(t["cache-dir"], str):
+            raise raw.error("cache-dir: expected a path", "cache-dir")
+        settings.cache_dir = base / t["cache-dir"]
+    if "workload" in t:
+        w = t["workload"]
+        if not isinstance(w, dict):
+            raise raw.error("workload: expected a table", "workload")
+        for key in w:
+            if key not in WORKLOAD_KEYS:
+                close = difflib.get_close_matches(key, WORKLOAD_KEYS, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise raw.error(f"workload: unknown key '{key}'{hint}", key, "workload")
+        settings.workload = dict(w)
+    settings.config_path = raw.path
+
+
+def load_settings(root: Path, config: Path | None = None, isolated: bool = False) -> Settings:
+    """Settings for scanning `root`: defaults, then the config file (found or given)."""
+    settings = Settings(root=root)
+    path = config if config is not None else (None if isolated else find_config(root))
+    if path is not None:
+        if not path.exists():
+            raise ConfigError(f"{path}:1: config file not found")
+        apply_config(settings, read_config(path))
+    env_jobs = os.environ.get("NEURON_READY_JOBS")
+    if env_jobs and env_jobs.isdigit():
+        settings.jobs = int(env_jobs)
+    return settings

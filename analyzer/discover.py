@@ -1,0 +1,189 @@
+"""Which files to scan: walk the tree honouring .gitignore files, default and user excludes.
+
+Symbolic links are never followed: one pointing inside the tree is skipped (its target is scanned
+where it lives), one pointing outside, a broken one and a loop each become a diagnostic. The walk
+is sorted, so the job list never depends on directory order.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from .model import Diagnostic
+from .sources import FileJob
+from .sources.deps import dependency_kind
+from .sources.native import native_kind
+
+# Directories that never hold the user's own training code.
+DEFAULT_EXCLUDES = (
+    ".git/", ".hg/", ".svn/", ".venv/", "venv/", ".env/", "site-packages/", "dist-packages/",
+    "node_modules/", "__pycache__/", ".tox/", ".nox/", ".eggs/", "*.egg-info/", ".mypy_cache/",
+    ".pytest_cache/", ".ruff_cache/", ".ipynb_checkpoints/", ".neuron-ready-cache/", "build/", "dist/",
+)
+
+
+def file_kind(rel: str) -> str | None:
+    name = PurePosixPath(rel).name
+    if name.endswith((".py", ".pyw")):
+        return "python"  # setup.py too: its install_requires are read during the Python scan
+    if name.endswith(".ipynb"):
+        return "notebook"
+    nk = native_kind(name)
+    if nk:
+        return nk
+    if dependency_kind(rel):
+        return "deps"
+    return None
+
+
+@dataclass
+class Discovery:
+    jobs: list[FileJob] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def _is_virtualenv(path: str) -> bool:
+    return os.path.exists(os.path.join(path, "pyvenv.cfg")) or os.path.isdir(os.path.join(path, "conda-meta"))
+
+
+class _Ignores:
+    """Nested .gitignore files: the deepest file with an opinion on a path decides."""
+
+    def __init__(self, root: str, use_gitignore: bool, excludes: list[str]) -> None:
+        self.use_gitignore = use_gitignore
+        self.specs: dict[str, pathspec.GitIgnoreSpec] = {}
+        self.exclude = pathspec.GitIgnoreSpec.from_lines(list(DEFAULT_EXCLUDES) + list(excludes))
+        if use_gitignore:
+            info = os.path.join(root, ".git", "info", "exclude")
+            lines = _read_lines(info)
+            self.root_extra = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        else:
+            self.root_extra = None
+
+    def load(self, dir_abs: str, dir_rel: str) -> None:
+        if not self.use_gitignore:
+            return
+        lines = _read_lines(os.path.join(dir_abs, ".gitignore"))
+        if lines:
+            self.specs[dir_rel] = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        probe = rel + "/" if is_dir else rel
+        if self.exclude.match_file(probe):
+            return True
+        if not self.use_gitignore:
+            return False
+        parts = rel.split("/")
+        for depth in range(len(parts) - 1, -1, -1):
+            base = "/".join(parts[:depth])
+            spec = self.specs.get(base)
+            if spec is None:
+                continue
+            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            res = spec.check_file(sub)
+            if res.include is not None:
+                return bool(res.include)
+        if self.root_extra is not None:
+            return bool(self.root_extra.match_file(probe))
+        return False
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().splitlines()
+    except OSError:
+        return []
+
+
+def _symlink_diagnostic(abs_path: str, rel: str, root_real: str) -> Diagnostic | None:
+    try:
+        target = os.path.realpath(abs_path, strict=True)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return Diagnostic(rel, "symlink", "symbolic link loop; not followed")
+        return Diagnostic(rel, "symlink", "broken symbolic link; skipped")
+    except RuntimeError:  # older Pythons report loops this way
+        return Diagnostic(rel, "symlink", "symbolic link loop; not followed")
+    if target != root_real and not target.startswith(root_real + os.sep):
+        return Diagnostic(rel, "symlink", "symbolic link to outside the scanned tree; not followed")
+    return None  # inside the tree: its target is scanned where it lives
+
+
+def discover(root: Path, excludes: list[str] = (), use_gitignore: bool = True) -> Discovery:
+    out = Discovery()
+    root_abs = os.path.abspath(root)
+    root_real = os.path.realpath(root_abs)
+    ignores = _Ignores(root_abs, use_gitignore, list(excludes))
+    stack = [(root_abs, "")]
+    while stack:
+        dir_abs, dir_rel = stack.pop()
+        ignores.load(dir_abs, dir_rel)
+        try:
+            entries = sorted(os.scandir(dir_abs), key=lambda e: e.name)
+        except OSError as e:
+            out.diagnostics.append(Diagnostic(dir_rel or ".", "unreadable", f"cannot list directory: {e.strerror or e}"))
+            continue
+        subdirs = []
+        for entry in entries:
+            rel = f"{dir_rel}/{entry.name}" if dir_rel else entry.name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as e:
+                out.diagnostics.append(Diagnostic(rel, "unreadable", f"cannot stat: {e.strerror or e}"))
+                continue
+            if is_link:
+                # Decide on the link itself: excluded links say nothing, others are never followed.
+                link_is_dir = os.path.isdir(entry.path)
+                if ignores.ignored(rel, link_is_dir):
+                    continue
+                if link_is_dir or file_kind(rel) is not None or not os.path.exists(entry.path):
+                    d = _symlink_diagnostic(entry.path, rel, root_real)
+                    if d is not None:
+                        out.diagnostics.append(d)
+                continue
+            if is_dir:
+                if ignores.ignored(rel, True) or _is_virtualenv(entry.path):
+                    continue
+                subdirs.append((entry.path, rel))
+                continue
+            kind = file_kind(rel)
+            if kind is None or ignores.ignored(rel, False):
+                continue
+            out.jobs.append(FileJob(entry.path, rel, kind))
+        stack.extend(reversed(subdirs))
+    out.jobs.sort(key=lambda j: j.rel)
+    return out
+
+
+def explicit_files(root: Path, files: list[Path], excludes: list[str] = ()) -> Discovery:
+    """Files named on the command line (as pre-commit passes them): only excludes apply."""
+    out = Discovery()
+    ignores = _Ignores(os.path.abspath(root), False, list(excludes))
+    root_abs = Path(os.path.abspath(root))
+    seen = set()
+    for f in files:
+        abs_f = Path(os.path.abspath(f))
+        try:
+            rel = abs_f.relative_to(root_abs).as_posix()
+        except ValueError:
+            out.diagnostics.append(Diagnostic(str(f), "unreadable", "outside the scanned root; skipped"))
+            continue
+        if rel in seen:
+            continue
+        seen.add(rel)
+        kind = file_kind(rel)
+        if kind is None or ignores.ignored(rel, False):
+            continue
+        if not abs_f.exists():
+            out.diagnostics.append(Diagnostic(rel, "unreadable", "no such file"))
+            continue
+        out.jobs.append(FileJob(str(abs_f), rel, kind))
+    out.jobs.sort(key=lambda j: j.rel)
+    return out

@@ -1,0 +1,79 @@
+"""The scan pipeline: settings -> discover -> scan every file -> findings -> tasks and estimate -> Report."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from . import __version__
+from .catalog import Catalog, load_catalog
+from .config import Settings
+from .discover import Discovery, discover, explicit_files
+from .effort import estimate
+from .model import Diagnostic, Finding, Report
+from .sources import FileResult, ScanContext, scan_file
+
+
+@dataclass
+class ScanOutcome:
+    report: Report
+    results: list[FileResult] = field(default_factory=list)
+    catalog: Catalog | None = None
+
+
+def active_catalog(settings: Settings) -> Catalog:
+    return load_catalog(settings.extra_catalogs).select(settings.target, settings.select, settings.ignore)
+
+
+def find_files(settings: Settings) -> Discovery:
+    if settings.files is None:
+        return discover(settings.root, settings.exclude, settings.respect_gitignore)
+    files = [p for p in settings.files if not p.is_dir()]
+    found = explicit_files(settings.root, files, settings.exclude)
+    root = os.path.abspath(settings.root)
+    for d in (p for p in settings.files if p.is_dir()):
+        sub = discover(d, settings.exclude, settings.respect_gitignore)
+        prefix = os.path.relpath(os.path.abspath(d), root).replace(os.sep, "/")
+        for job in sub.jobs:
+            rel = job.rel if prefix == "." else f"{prefix}/{job.rel}"
+            found.jobs.append(type(job)(job.path, rel, job.kind))
+        found.diagnostics.extend(sub.diagnostics)
+    unique = {j.rel: j for j in found.jobs}
+    found.jobs = [unique[k] for k in sorted(unique)]
+    return found
+
+
+def display_root(settings: Settings) -> str:
+    """The root as the user named it, relative to the working directory when inside it."""
+    root = os.path.abspath(settings.root)
+    rel = os.path.relpath(root)
+    return (rel if not rel.startswith("..") else root).replace(os.sep, "/")
+
+
+def run_scan(settings: Settings, catalog: Catalog | None = None) -> ScanOutcome:
+    catalog = catalog if catalog is not None else active_catalog(settings)
+    found = find_files(settings)
+    ctx = ScanContext(
+        catalog=catalog,
+        target=settings.target,
+        max_file_size=settings.max_file_size,
+        per_path_ignores=tuple((p, tuple(s)) for p, s in sorted(settings.per_path_ignores.items())),
+    )
+    results = [scan_file(job, ctx) for job in found.jobs]
+    findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    diagnostics: list[Diagnostic] = sorted(
+        found.diagnostics + [d for r in results for d in r.diagnostics], key=Diagnostic.sort_key
+    )
+    tasks, est = estimate(findings, catalog)
+    report = Report(
+        tool_version=__version__,
+        target=settings.target,
+        root=display_root(settings),
+        files_scanned=len(found.jobs),
+        findings=findings,
+        diagnostics=diagnostics,
+        tasks=tasks,
+        estimate=est,
+        suppressed=sum(r.suppressed for r in results),
+    )
+    return ScanOutcome(report, results, catalog)

@@ -1,0 +1,228 @@
+"""Plain data: findings, diagnostics, tasks, the estimate and the report (the JSON contract).
+
+Nothing here imports other neuron_ready modules; every stage reads and writes these types.
+The JSON names are a contract other tools read: add fields freely, never rename.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+CATEGORIES = (
+    "device",
+    "distributed",
+    "precision",
+    "compile",
+    "host-sync",
+    "dynamic-shape",
+    "unsupported-op",
+    "custom-cuda",
+    "triton",
+    "gpu-library",
+    "dependency",
+)
+TARGETS = ("native", "xla")
+EFFORT_CLASSES = ("days", "weeks", "month-plus")
+CONFIDENCES = ("high", "medium", "low")
+
+# Fields of a finding that are always present in JSON, in this order.
+FINDING_FIELDS = ("rule", "category", "path", "line", "column", "message", "remedy", "fallback")
+
+
+@dataclass
+class Finding:
+    rule: str
+    category: str
+    path: str  # relative to the scanned root, posix
+    line: int  # 1-based
+    column: int  # 1-based
+    message: str
+    remedy: str
+    fallback: bool = False
+    confidence: str = "high"
+    symbol: str = ""  # what matched: a qualified name, method, package or kernel name
+    snippet: str = ""  # the matched source, whitespace-normalised (baseline fingerprints)
+    scope: str = ""  # enclosing function, e.g. "Attention.forward"; "" at module level
+    cell: int | None = None  # notebook code cell (1-based) when path is a notebook
+    details: dict[str, Any] = field(default_factory=dict)  # kernels, kernel_lines, size, ...
+    # Filled by later stages; None means "not decided".
+    on_path: bool | None = None  # reachable from a training entry point
+    status: str | None = None  # trace mode: "confirmed", "not-traced", "traced"
+    origin: str = "static"  # "static" or "trace"
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.column, self.rule, self.symbol, self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "rule": self.rule,
+            "category": self.category,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "remedy": self.remedy,
+            "fallback": self.fallback,
+            "confidence": self.confidence,
+            "symbol": self.symbol,
+            "snippet": self.snippet,
+            "scope": self.scope,
+            "origin": self.origin,
+        }
+        if self.cell is not None:
+            d["cell"] = self.cell
+        if self.on_path is not None:
+            d["on_path"] = self.on_path
+        if self.status is not None:
+            d["status"] = self.status
+        # Rule-specific measurements (e.g. "kernels" for CUDA sources) sit beside the core fields.
+        for k in sorted(self.details):
+            if k not in d:
+                d[k] = self.details[k]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Finding":
+        known = {
+            "rule", "category", "path", "line", "column", "message", "remedy", "fallback",
+            "confidence", "symbol", "snippet", "scope", "cell", "on_path", "status", "origin",
+        }
+        details = {k: v for k, v in d.items() if k not in known}
+        return cls(
+            rule=d["rule"], category=d["category"], path=d["path"], line=int(d["line"]),
+            column=int(d.get("column", 1)), message=d.get("message", ""), remedy=d.get("remedy", ""),
+            fallback=bool(d.get("fallback", False)), confidence=d.get("confidence", "high"),
+            symbol=d.get("symbol", ""), snippet=d.get("snippet", ""), scope=d.get("scope", ""),
+            cell=d.get("cell"), details=details, on_path=d.get("on_path"), status=d.get("status"),
+            origin=d.get("origin", "static"),
+        )
+
+
+@dataclass
+class Diagnostic:
+    """A file that could not be (fully) analysed, and why. Never fatal to the scan."""
+
+    path: str
+    kind: str  # syntax-error, decode-error, binary, too-large, notebook, unreadable, symlink, internal-error
+    message: str
+    line: int | None = None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.kind, self.line or 0, self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"path": self.path, "kind": self.kind, "message": self.message}
+        if self.line is not None:
+            d["line"] = self.line
+        return d
+
+
+@dataclass
+class Range:
+    """Person-days as (low, likely, high)."""
+
+    low: float
+    likely: float
+    high: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"low": round(self.low, 2), "likely": round(self.likely, 2), "high": round(self.high, 2)}
+
+
+@dataclass
+class Task:
+    """One unit of porting work an engineer would plan, with the findings behind it."""
+
+    id: str
+    title: str
+    category: str
+    kind: str  # rewrite-kernel, swap-library, mechanical, dynamic-shape, unsupported-op, ...
+    person_days: Range
+    findings: list[int] = field(default_factory=list)  # indices into Report.findings
+    fallback: bool = False
+    remedy: str = ""
+    rules: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id,
+            "title": self.title,
+            "category": self.category,
+            "kind": self.kind,
+            "person_days": self.person_days.to_dict(),
+            "fallback": self.fallback,
+            "rules": list(self.rules),
+            "findings": list(self.findings),
+            "remedy": self.remedy,
+        }
+        for k in sorted(self.details):
+            d.setdefault(k, self.details[k])
+        return d
+
+
+@dataclass
+class Estimate:
+    effort_class: str
+    person_days: Range
+    p50: float
+    p80: float
+    score: int
+    drivers: list[str] = field(default_factory=list)  # task ids, most expensive first
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "class": self.effort_class,
+            "person_days": self.person_days.to_dict(),
+            "p50": round(self.p50, 2),
+            "p80": round(self.p80, 2),
+            "drivers": list(self.drivers),
+        }
+
+
+@dataclass
+class Report:
+    tool_version: str
+    target: str
+    root: str
+    files_scanned: int
+    findings: list[Finding]
+    diagnostics: list[Diagnostic]
+    tasks: list[Task]
+    estimate: Estimate
+    off_path: list[Finding] = field(default_factory=list)  # findings no training entry point reaches
+    suppressed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. "breakeven", "entries", "trace"
+
+    def to_dict(self) -> dict[str, Any]:
+        by_category: dict[str, int] = {}
+        for f in self.findings:
+            by_category[f.category] = by_category.get(f.category, 0) + 1
+        summary: dict[str, Any] = {
+            "files_scanned": self.files_scanned,
+            "findings": len(self.findings),
+            "score": self.estimate.score,
+            "effort": self.estimate.to_dict(),
+            "by_category": {c: by_category[c] for c in CATEGORIES if c in by_category},
+            "fallback_findings": sum(1 for f in self.findings if f.fallback),
+            "off_path_findings": len(self.off_path),
+            "suppressed": self.suppressed,
+            "diagnostics": len(self.diagnostics),
+        }
+        d: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "neuron-ready", "version": self.tool_version},
+            "target": self.target,
+            "root": self.root,
+            "summary": summary,
+            "findings": [f.to_dict() for f in self.findings],
+            "off_path": [f.to_dict() for f in self.off_path],
+            "tasks": [t.to_dict() for t in self.tasks],
+            "diagnostics": [x.to_dict() for x in self.diagnostics],
+        }
+        for k in sorted(self.extra):
+            d[k] = self.extra[k]
+        return d

@@ -1,0 +1,358 @@
+"""One file in, findings and diagnostics out. Never raises: every failure becomes a diagnostic.
+
+`scan_file` is the unit of work the engine hands to a process pool and caches by content, so it
+reads only its job and a ScanContext (both picklable) and returns a FileResult.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import libcst as cst
+
+from ..catalog import Catalog, Rule, selector_matches
+from ..model import Diagnostic, Finding
+from ..suppress import Suppressions
+from . import deps as deps_mod
+from . import native as native_mod
+from .imports import python_facts
+from .notebook import NotebookError, join_cells, notebook_cells
+from .pyindex import PyIndex, build_index, passes_prefilter
+from .python import Hit, scan_module, snippet_of
+
+KINDS = ("python", "notebook", "native", "cmake", "deps")
+
+
+@dataclass(frozen=True)
+class FileJob:
+    path: str  # filesystem path to read
+    rel: str  # posix path relative to the scanned root, as reported
+    kind: str
+
+
+@dataclass
+class ScanContext:
+    catalog: Catalog
+    target: str
+    max_file_size: int = 2 * 1024 * 1024
+    per_path_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    _index: PyIndex | None = field(default=None, repr=False)
+    _native: list | None = field(default=None, repr=False)
+    _deps: list | None = field(default=None, repr=False)
+
+    @property
+    def index(self) -> PyIndex:
+        if self._index is None:
+            self._index = build_index(self.catalog)
+        return self._index
+
+    def entries(self, kind: str) -> list:
+        return [(r, m) for r in self.catalog for m in r.match if m.kind == kind]
+
+    @property
+    def native_entries(self) -> list:
+        if self._native is None:
+            self._native = self.entries("native")
+        return self._native
+
+    @property
+    def dep_entries(self) -> list:
+        if self._deps is None:
+            self._deps = self.entries("dependency")
+        return self._deps
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_index"] = state["_native"] = state["_deps"] = None  # rebuilt in each worker
+        return state
+
+
+@dataclass
+class FileResult:
+    rel: str
+    kind: str
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    suppressed: int = 0
+    parsed: bool = False  # libcst parsed it (the prefilter let it through)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def module_name_of(rel: str) -> tuple[str, bool]:
+    p = PurePosixPath(rel)
+    parts = list(p.with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+class _Skip(Exception):
+    def __init__(self, kind: str, message: str, line: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.line = line
+
+
+def read_text(job: FileJob, max_size: int) -> str:
+    try:
+        with open(job.path, "rb") as fh:
+            data = fh.read(max_size + 1)
+    except IsADirectoryError:
+        raise _Skip("unreadable", "is a directory") from None
+    except OSError as e:
+        raise _Skip("unreadable", f"cannot read: {e.strerror or e}") from None
+    if len(data) > max_size:
+        raise _Skip("too-large", f"larger than the {_mib(max_size)} limit (raise max-file-size to scan it)")
+    if b"\0" in data:
+        raise _Skip("binary", "contains NUL bytes (binary or corrupt); skipped")
+    encoding = "utf-8-sig"
+    if job.kind == "python":
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as e:
+            raise _Skip("decode-error", f"bad encoding declaration: {e}") from None
+    try:
+        text = data.decode(encoding)
+    except LookupError:
+        raise _Skip("decode-error", f"unknown encoding {encoding!r} declared") from None
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise _Skip("decode-error", f"not valid {encoding} text (byte {e.start}: {e.reason})", line) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:g} MiB"
+
+
+# ------------------------------------------------------------------------------------------ findings
+
+
+def _column(line_text: str, snippet: str, symbol: str) -> int:
+    first = snippet.split(" ")[0] if snippet else ""
+    for needle in (snippet, first, symbol.lstrip(".").split("(")[0].split(".")[-1]):
+        if needle:
+            i = line_text.find(needle)
+            if i >= 0:
+                return i + 1
+    return len(line_text) - len(line_text.lstrip()) + 1
+
+
+def _finding(rule: Rule, ctx: ScanContext, rel: str, line: int, column: int, symbol: str, snippet: str,
+             scope: str = "", fallback: bool = False, details: dict | None = None, cell: int | None = None) -> Finding:
+    details = dict(details or {})
+    return Finding(
+        rule=rule.id,
+        category=rule.category,
+        path=rel,
+        line=line,
+        column=column,
+        message=rule.render_message(symbol, details),
+        remedy=rule.remedy_for(ctx.target),
+        fallback=fallback,
+        confidence=rule.confidence,
+        symbol=symbol,
+        snippet=snippet,
+        scope=scope,
+        cell=cell,
+        details=details,
+    )
+
+
+class _Collector:
+    """Applies suppressions and per-path ignores while findings are added."""
+
+    def __init__(self, result: FileResult, ctx: ScanContext, suppressions: Suppressions) -> None:
+        self.result = result
+        self.ctx = ctx
+        self.suppressions = suppressions
+        import pathspec
+
+        self.ignored_selectors = tuple(
+            sel for pattern, sel in ctx.per_path_ignores
+            if pathspec.GitIgnoreSpec.from_lines([pattern]).match_file(result.rel)
+        )
+        self.seen: set[tuple] = set()
+
+    def add(self, f: Finding, suppress_line: int | None = None) -> None:
+        key = (f.rule, f.cell, f.line, f.column, f.symbol)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        if self.suppressions.covers(f.rule, f.category, suppress_line or f.line) or any(
+            selector_matches(s, _RuleView(f)) for sels in self.ignored_selectors for s in sels
+        ):
+            self.result.suppressed += 1
+            return
+        self.result.findings.append(f)
+
+
+class _RuleView:
+    """Enough of a Rule for selector_matches."""
+
+    def __init__(self, f: Finding) -> None:
+        self.id = f.rule
+        self.category = f.category
+
+
+def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool):
+    module_name, is_package = module_name_of(rel)
+    module = cst.parse_module(text)
+    return scan_module(module, ctx.index, module_name, is_package, collect_setup)
+
+
+def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: ScanContext, rel: str,
+                     where: list[tuple[int, int]] | None = None) -> None:
+    for h in hits:
+        line_text = lines[h.line - 1] if 0 < h.line <= len(lines) else ""
+        snippet = snippet_of(h.node)
+        column = _column(line_text, snippet, h.symbol)
+        cell, line = (None, h.line)
+        if where is not None and 0 < h.line <= len(where):
+            cell, line = where[h.line - 1]
+        f = _finding(h.rule, ctx, rel, line, column, h.symbol, snippet, h.scope, h.fallback, h.details, cell)
+        col.add(f, suppress_line=h.line)
+
+
+def _syntax_diagnostic(rel: str, e: cst.ParserSyntaxError, where: list[tuple[int, int]] | None = None) -> Diagnostic:
+    line = e.raw_line
+    where_text = f"line {line}"
+    if where is not None and 0 < line <= len(where):
+        cell, cline = where[line - 1]
+        where_text = f"cell {cell}, line {cline}"
+        line = cline
+    first = str(e.message).splitlines()[0] if getattr(e, "message", None) else "invalid syntax"
+    hint = " (Python 2 code?)" if re.search(r"^\s*(print\s+[^(\s=]|exec\s+\S)", e.editor_line or "") else ""
+    return Diagnostic(rel, "syntax-error", f"cannot parse at {where_text}: {first}{hint}", line)
+
+
+def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    module_name, is_package = module_name_of(job.rel)
+    result.facts.update(python_facts(text, module_name, is_package))
+    idx = ctx.index
+    is_setup = PurePosixPath(job.rel).name == "setup.py"
+    collect_setup = is_setup and bool(ctx.dep_entries)
+    if not (passes_prefilter(text, idx) or collect_setup):
+        return
+    try:
+        res = _python_hits(text, job.rel, ctx, collect_setup)
+    except cst.ParserSyntaxError as e:
+        result.diagnostics.append(_syntax_diagnostic(job.rel, e))
+        return
+    result.parsed = True
+    col = _Collector(result, ctx, Suppressions(text))
+    _add_python_hits(res.hits, text.splitlines(), col, ctx, job.rel)
+    if collect_setup:
+        reqs = deps_mod.parse_dependencies("setup.py", text, res.requirements)
+        _add_dependency_hits(reqs, text.splitlines(), col, ctx, job.rel)
+
+
+def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    try:
+        cells = notebook_cells(text)
+    except NotebookError as e:
+        result.diagnostics.append(Diagnostic(job.rel, "notebook", f"cannot read notebook: {e}"))
+        return
+    source, where = join_cells(cells)
+    module_name, _ = module_name_of(job.rel)
+    result.facts.update(python_facts(source, module_name, False))
+    if not passes_prefilter(source, ctx.index):
+        return
+    lines = source.splitlines()
+    col = _Collector(result, ctx, Suppressions(source))
+    try:
+        res = _python_hits(source, job.rel, ctx, False)
+        result.parsed = True
+        _add_python_hits(res.hits, lines, col, ctx, job.rel, where)
+        return
+    except cst.ParserSyntaxError:
+        pass
+    # One broken cell must not hide the others: parse cell by cell, reporting each broken one.
+    for number, cell_lines in cells:
+        cell_source = "\n".join(cell_lines) + "\n"
+        cell_where = [(number, i) for i in range(1, len(cell_lines) + 2)]
+        try:
+            res = _python_hits(cell_source, job.rel, ctx, False)
+        except cst.ParserSyntaxError as e:
+            result.diagnostics.append(_syntax_diagnostic(job.rel, e, cell_where))
+            continue
+        result.parsed = True
+        _add_python_hits(res.hits, cell_source.splitlines(), col, ctx, job.rel, cell_where)
+
+
+def _scan_native(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    name = PurePosixPath(job.rel).name
+    hits, facts = native_mod.scan_native(name, text, ctx.native_entries)
+    result.facts.update(facts)
+    col = _Collector(result, ctx, Suppressions(text))
+    lines = text.splitlines()
+    for h in hits:
+        line_text = lines[h.line - 1] if 0 < h.line <= len(lines) else ""
+        column = _column(line_text, h.symbol if h.symbol != name else "", h.symbol)
+        col.add(_finding(h.rule, ctx, job.rel, h.line, column, h.symbol, h.snippet, details=h.details))
+
+
+def _add_dependency_hits(reqs, lines: list[str], col: _Collector, ctx: ScanContext, rel: str) -> None:
+    for rule, clause, req in deps_mod.match_requirements(reqs, ctx.dep_entries):
+        line_text = lines[req.line - 1] if 0 < req.line <= len(lines) else ""
+        symbol = req.name or req.text
+        column = _column(line_text, req.text.split()[0] if req.text else "", symbol)
+        snippet = " ".join(line_text.split())[:160]
+        col.add(_finding(rule, ctx, rel, req.line, column, symbol, snippet))
+
+
+def _scan_deps(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    kind = deps_mod.dependency_kind(job.rel)
+    if kind is None or not ctx.dep_entries:
+        return
+    try:
+        reqs = deps_mod.parse_dependencies(kind, text)
+    except deps_mod.tomllib.TOMLDecodeError as e:
+        line = getattr(e, "lineno", None)
+        result.diagnostics.append(Diagnostic(job.rel, "syntax-error", f"invalid TOML: {e}", line))
+        return
+    _add_dependency_hits(reqs, text.splitlines(), _Collector(result, ctx, Suppressions(text)), ctx, job.rel)
+
+
+_HANDLERS = {
+    "python": _scan_python,
+    "notebook": _scan_notebook,
+    "native": _scan_native,
+    "cmake": _scan_native,
+    "deps": _scan_deps,
+}
+
+
+def scan_file(job: FileJob, ctx: ScanContext) -> FileResult:
+    result = FileResult(job.rel, job.kind)
+    try:
+        text = read_text(job, ctx.max_file_size)
+        _HANDLERS[job.kind](job, text, ctx, result)
+    except _Skip as s:
+        result.diagnostics.append(Diagnostic(job.rel, s.kind, s.message, s.line))
+    except RecursionError:
+        result.findings.clear()
+        result.diagnostics.append(Diagnostic(job.rel, "too-complex", "nested too deeply to analyse; skipped"))
+    except MemoryError:
+        result.findings.clear()
+        result.diagnostics.append(Diagnostic(job.rel, "too-complex", "ran out of memory analysing it; skipped"))
+    except Exception as e:  # noqa: BLE001 - a bug of ours must not stop the scan or lose other files
+        result.findings.clear()
+        result.diagnostics.append(
+            Diagnostic(job.rel, "internal-error", f"neuron-ready failed on this file ({type(e).__name__}: {e}); please report it")
+        )
+    result.findings.sort(key=Finding.sort_key)
+    result.diagnostics.sort(key=Diagnostic.sort_key)
+    return result

@@ -1,0 +1,292 @@
+"""Dependency files: requirements*.txt, pyproject.toml, setup.py, setup.cfg, environment.yml, Pipfile.
+
+Each format is read into Requirement rows with their line, then matched against the catalog's
+dependency clauses: GPU-only packages by (PEP 503 normalised) name, and CUDA pins (`+cu121` local
+versions, CUDA wheel index URLs, conda CUDA toolkits and the `nvidia` channel).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_CUDA_PIN = re.compile(r"\+cu\d{2,3}\b|/whl/cu\d{2,3}\b|/cu\d{2,3}(/|\b)|cu\d{3}torch|_cuda\d|cuda\d{2,3}x?\b|cuda-?\d{2}\b", re.I)
+_URL = re.compile(r"https?://\S+")
+_REQ = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<extras>\[[^\]]*\])?\s*(?P<rest>.*)$")
+_CONDA_CUDA = ("pytorch-cuda", "cudatoolkit", "cudatoolkit-dev", "cuda-toolkit", "cuda-nvcc", "cuda-runtime",
+               "cuda", "cuda-libraries", "cuda-libraries-dev", "cudnn", "nccl", "magma-cuda*", "cuda-version")
+
+REQUIREMENTS_FILE = re.compile(r"(^|.*[-_.])(requirements|reqs|constraints)([-_.].*)?\.(txt|in)$", re.I)
+ENV_FILE = re.compile(r"^(environment|env|conda)([-_.].*)?\.ya?ml$", re.I)
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Requirement:
+    line: int
+    name: str  # normalised; "" for an index or find-links line
+    text: str  # the requirement as written
+    cuda_pin: bool
+
+
+def dependency_kind(relpath: str) -> str | None:
+    p = PurePosixPath(relpath)
+    name = p.name
+    if name == "pyproject.toml":
+        return "pyproject"
+    if name == "setup.cfg":
+        return "setup.cfg"
+    if name == "setup.py":
+        return "setup.py"
+    if name == "Pipfile":
+        return "pipfile"
+    if ENV_FILE.match(name):
+        return "conda"
+    if REQUIREMENTS_FILE.match(name) or (p.parent.name.lower() in ("requirements", "reqs") and p.suffix in (".txt", ".in")):
+        return "requirements"
+    return None
+
+
+def parse_requirement(text: str, line: int) -> Requirement | None:
+    """One PEP 508 requirement (or a direct URL to a wheel)."""
+    s = text.strip()
+    if not s:
+        return None
+    url = _URL.search(s)
+    if url and s.startswith(("http://", "https://")):
+        wheel = url.group(0).rsplit("/", 1)[-1]
+        name = wheel.split("-", 1)[0]
+        return Requirement(line, normalize(name), s, bool(_CUDA_PIN.search(s)))
+    m = _REQ.match(s)
+    if not m:
+        return None
+    rest = m.group("rest").split(";", 1)[0]
+    return Requirement(line, normalize(m.group("name")), s, bool(_CUDA_PIN.search(rest)))
+
+
+def _index_line(text: str, line: int) -> Requirement | None:
+    url = _URL.search(text)
+    if url:
+        return Requirement(line, "", text.strip(), bool(_CUDA_PIN.search(url.group(0))))
+    return None
+
+
+def parse_requirements_txt(text: str) -> list[Requirement]:
+    out: list[Requirement] = []
+    pending = ""
+    start = 0
+    for i, raw in enumerate(text.splitlines(), start=1):
+        line = re.sub(r"(^|\s)#.*$", "", raw)
+        if not pending:
+            start = i
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if not line:
+            continue
+        if line.startswith("-"):
+            opt = line.split(None, 1)
+            flag = opt[0].split("=", 1)[0]
+            if flag in ("-i", "--index-url", "--extra-index-url", "-f", "--find-links"):
+                r = _index_line(line, start)
+                if r:
+                    out.append(r)
+            elif flag in ("-e", "--editable") and "#egg=" in line:
+                egg = line.split("#egg=", 1)[1].split("&")[0]
+                out.append(Requirement(start, normalize(egg), line, bool(_CUDA_PIN.search(line))))
+            continue
+        r = parse_requirement(line, start)
+        if r:
+            out.append(r)
+    return out
+
+
+class _LineFinder:
+    """Finds the line of a value in a file's text, scanning forward so repeats map in order."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.used: set[tuple[int, str]] = set()
+
+    def find(self, needle: str) -> int:
+        for i, line in enumerate(self.lines, start=1):
+            if needle in line and (i, needle) not in self.used:
+                self.used.add((i, needle))
+                return i
+        for i, line in enumerate(self.lines, start=1):
+            if needle in line:
+                return i
+        return 1
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return []
+
+
+def parse_pyproject(text: str) -> list[Requirement]:
+    data = tomllib.loads(text)  # TOMLDecodeError is reported by the caller as a diagnostic
+    finder = _LineFinder(text)
+    specs: list[str] = []
+    project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
+    specs += _strings(project.get("dependencies", []))
+    specs += _strings(project.get("optional-dependencies", {}))
+    specs += _strings(data.get("build-system", {}).get("requires", []) if isinstance(data.get("build-system"), dict) else [])
+    specs += _strings(data.get("dependency-groups", {}))
+    out = [r for s in specs if (r := parse_requirement(s, finder.find(s))) is not None]
+    poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data.get("tool"), dict) else {}
+    if isinstance(poetry, dict):
+        tables = [poetry.get("dependencies", {}), poetry.get("dev-dependencies", {})]
+        for group in (poetry.get("group", {}) or {}).values():
+            if isinstance(group, dict):
+                tables.append(group.get("dependencies", {}))
+        for table in tables:
+            if not isinstance(table, dict):
+                continue
+            for name, spec in table.items():
+                if name.lower() == "python":
+                    continue
+                line = finder.find(name)
+                pin = bool(_CUDA_PIN.search(" ".join(_strings(spec))))
+                out.append(Requirement(line, normalize(name), f"{name} = {spec!r}", pin))
+    out += _url_lines(text)
+    return out
+
+
+def _url_lines(text: str) -> list[Requirement]:
+    """Index and find-links URLs anywhere in a TOML file (uv, poetry, pip and pixi sources)."""
+    out = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if "url" in line.lower() and not line.lstrip().startswith("#"):
+            r = _index_line(line, i)
+            if r and r.cuda_pin:
+                out.append(r)
+    return out
+
+
+def parse_setup_cfg(text: str) -> list[Requirement]:
+    out: list[Requirement] = []
+    section = ""
+    key = ""
+    for i, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith(("#", ";")):
+            continue
+        if raw.startswith("["):
+            section = raw.strip().strip("[]").strip()
+            key = ""
+            continue
+        if not raw[0].isspace() and "=" in raw:
+            key, value = (s.strip() for s in raw.split("=", 1))
+        elif raw[0].isspace():
+            value = raw.strip()
+        else:
+            continue
+        wanted = (section == "options" and key in ("install_requires", "setup_requires", "tests_require")) or (
+            section == "options.extras_require"
+        )
+        if wanted and value:
+            r = parse_requirement(value, i)
+            if r:
+                out.append(r)
+    return out
+
+
+def parse_conda(text: str) -> list[Requirement]:
+    out: list[Requirement] = []
+    block = ""
+    pip_indent = None
+    for i, raw in enumerate(text.splitlines(), start=1):
+        line = re.sub(r"\s#.*$", "", raw).rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent == 0 and line.endswith(":"):
+            block = line[:-1].strip()
+            pip_indent = None
+            continue
+        item = line.strip()
+        if not item.startswith("- "):
+            continue
+        item = item[2:].strip().strip("'\"")
+        if pip_indent is not None and indent <= pip_indent:
+            pip_indent = None
+        if block == "channels":
+            if item in ("nvidia",) or "nvidia" in item:
+                out.append(Requirement(i, "", f"channel {item}", True))
+            continue
+        if block != "dependencies":
+            continue
+        if item.rstrip(":") == "pip" and item.endswith(":"):
+            pip_indent = indent
+            continue
+        if pip_indent is not None:
+            r = parse_requirement(item, i) if not item.startswith("-") else _index_line(item, i)
+            if r:
+                out.append(r)
+            continue
+        spec = item.split("::", 1)[-1]
+        name = re.split(r"[=<>!\s\[]", spec, maxsplit=1)[0]
+        conda_cuda = any(fnmatch.fnmatchcase(normalize(name), g) for g in _CONDA_CUDA)
+        out.append(Requirement(i, normalize(name), item, conda_cuda or "cuda" in spec[len(name):].lower()))
+    return out
+
+
+def parse_pipfile(text: str) -> list[Requirement]:
+    data = tomllib.loads(text)
+    finder = _LineFinder(text)
+    out = []
+    for table in ("packages", "dev-packages"):
+        for name, spec in (data.get(table, {}) or {}).items():
+            pin = bool(_CUDA_PIN.search(" ".join(_strings(spec))))
+            out.append(Requirement(finder.find(name), normalize(name), f"{name} = {spec!r}", pin))
+    out += _url_lines(text)
+    return out
+
+
+def parse_dependencies(kind: str, text: str, setup_requirements: list[tuple[int, str]] | None = None) -> list[Requirement]:
+    if kind == "requirements":
+        return parse_requirements_txt(text)
+    if kind == "pyproject":
+        return parse_pyproject(text)
+    if kind == "setup.cfg":
+        return parse_setup_cfg(text)
+    if kind == "conda":
+        return parse_conda(text)
+    if kind == "pipfile":
+        return parse_pipfile(text)
+    if kind == "setup.py":
+        reqs = [r for line, s in (setup_requirements or []) if (r := parse_requirement(s, line)) is not None]
+        return reqs + [r for r in _url_lines(text) if r.cuda_pin]
+    return []
+
+
+def match_requirements(reqs: list[Requirement], entries: list) -> list[tuple[object, object, Requirement]]:
+    hits = []
+    seen = set()
+    for req in reqs:
+        for rule, clause in entries:
+            ok = (clause.cuda_pin and req.cuda_pin) or (
+                req.name and any(fnmatch.fnmatchcase(req.name, normalize(p)) for p in clause.packages)
+            )
+            if ok and (rule.id, req.line) not in seen:
+                seen.add((rule.id, req.line))
+                hits.append((rule, clause, req))
+    return hits

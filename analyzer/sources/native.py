@@ -1,0 +1,223 @@
+"""Native sources: CUDA (.cu/.cuh), C/C++ that includes CUDA headers, and CMake builds.
+
+Comments are blanked (keeping line numbers) before any pattern is matched. For CUDA files the
+scanner measures what a port has to rewrite: `__global__` kernels (count, start lines, lines of
+code), launches, atomics, shared memory, inline PTX, warp and tensor-core intrinsics, and the CUDA
+libraries used.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+CUDA_SUFFIXES = (".cu", ".cuh")
+NATIVE_SUFFIXES = CUDA_SUFFIXES + (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
+CMAKE_NAMES = ("CMakeLists.txt",)
+CMAKE_SUFFIXES = (".cmake",)
+
+_CUDA_INCLUDE = re.compile(
+    r'^[ \t]*#[ \t]*include[ \t]*[<"]('
+    r"cuda[\w]*\.h|cuda_runtime\w*\.h|cuda_fp16\.h|cuda_bf16\.h|cuda_fp8\.h|cublas\w*\.h|cublasLt\.h|cudnn\w*\.h"
+    r"|curand\w*\.h|cusparse\w*\.h|cufft\w*\.h|cusolver\w*\.h|nccl\.h|nvrtc\.h|mma\.h|cooperative_groups[\w/]*(\.h)?"
+    r"|ATen/cuda/[^>\"]+|c10/cuda/[^>\"]+|cub/[^>\"]+|thrust/[^>\"]+|cutlass/[^>\"]+|cute/[^>\"]+"
+    r")[>\"]",
+    re.M,
+)
+_KERNEL = re.compile(r"\b__global__\b")
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+_FEATURES = {
+    "launches": re.compile(r"<<<"),
+    "atomics": re.compile(r"\batomic[A-Z]\w*\s*\("),
+    "shared_memory": re.compile(r"\b__shared__\b"),
+    "inline_ptx": re.compile(r"\basm\s*(?:volatile\s*)?\("),
+    "warp_intrinsics": re.compile(r"\b__(?:shfl|ballot|any|all)\w*_sync\b"),
+    "tensor_cores": re.compile(r"\bwmma::|\bmma\.sync\b|\b__hmma|\bmma::"),
+}
+_LIBRARIES = {
+    "cub": re.compile(r"\bcub::"),
+    "thrust": re.compile(r"\bthrust::"),
+    "cutlass": re.compile(r"\bcutlass::|\bcute::"),
+    "cublas": re.compile(r"\bcublas\w*\s*\("),
+    "cudnn": re.compile(r"\bcudnn\w*\s*\("),
+    "curand": re.compile(r"\bcurand\w*\s*\("),
+    "nccl": re.compile(r"\bnccl[A-Z]\w*\s*\("),
+}
+
+
+def blank_c_comments(text: str) -> str:
+    """Replace // and /* */ comments by spaces, keeping newlines and string literals intact."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "/" and i + 1 < n and text[i + 1] == "/":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c == "/" and i + 1 < n and text[i + 1] == "*":
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        else:
+            j = i
+            while j < n and text[j] not in "/\"'":
+                j += 1
+            if j == i:
+                j += 1
+            out.append(text[i:j])
+            i = j
+    return "".join(out)
+
+
+def blank_hash_comments(text: str) -> str:
+    return re.sub(r"#[^\n]*", lambda m: " " * len(m.group(0)), text)
+
+
+def is_cuda_source(name: str, code: str) -> bool:
+    return name.endswith(CUDA_SUFFIXES) or bool(_CUDA_INCLUDE.search(code))
+
+
+def _line_of(code: str, pos: int) -> int:
+    return code.count("\n", 0, pos) + 1
+
+
+def _matching_brace(code: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(code)):
+        ch = code[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(code) - 1
+
+
+@dataclass
+class Kernel:
+    name: str
+    line: int
+    loc: int
+
+
+@dataclass
+class CudaStats:
+    kernels: list[Kernel] = field(default_factory=list)
+    features: dict[str, int] = field(default_factory=dict)
+    libraries: list[str] = field(default_factory=list)
+    loc: int = 0
+
+    def details(self) -> dict:
+        d = {
+            "kernels": len(self.kernels),
+            "kernel_lines": [k.line for k in self.kernels],
+            "kernel_names": [k.name for k in self.kernels],
+            "kernel_loc": sum(k.loc for k in self.kernels),
+            "loc": self.loc,
+            "backward": any(re.search(r"(?i)bwd|backward|grad", k.name) for k in self.kernels),
+        }
+        d.update(self.features)
+        if self.libraries:
+            d["libraries"] = self.libraries
+        return d
+
+
+def cuda_stats(code: str) -> CudaStats:
+    """Kernels and features of comment-free CUDA/C++ code."""
+    stats = CudaStats()
+    stats.loc = sum(1 for line in code.splitlines() if line.strip())
+    for m in _KERNEL.finditer(code):
+        # A definition's head runs to its body's `{`; a declaration ends at `;` first.
+        head_end = re.compile(r"[{;]").search(code, m.end())
+        if head_end is None or code[head_end.start()] != "{":
+            continue
+        head = _LAUNCH_BOUNDS.sub(" ", code[m.end() : head_end.start()])
+        paren = head.find("(")
+        names = re.findall(r"[A-Za-z_]\w*", head[:paren] if paren >= 0 else "")
+        if not names:
+            continue
+        end = _matching_brace(code, head_end.start())
+        line = _line_of(code, m.start())
+        stats.kernels.append(Kernel(names[-1], line, _line_of(code, end) - line + 1))
+    for key, rx in _FEATURES.items():
+        count = len(rx.findall(code))
+        if count:
+            stats.features[key] = count
+    stats.libraries = [name for name, rx in _LIBRARIES.items() if rx.search(code)]
+    return stats
+
+
+def native_kind(name: str) -> str | None:
+    if name in CMAKE_NAMES or name.endswith(CMAKE_SUFFIXES):
+        return "cmake"
+    if name.endswith(NATIVE_SUFFIXES):
+        return "native"
+    return None
+
+
+@dataclass
+class NativeHit:
+    rule: object
+    clause: object
+    line: int
+    symbol: str
+    snippet: str
+    details: dict
+
+
+def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], dict]:
+    """Hits of native-kind clauses in one file, and facts (is it CUDA, its kernel stats)."""
+    cmake = native_kind(name) == "cmake"
+    code = blank_hash_comments(text) if cmake else blank_c_comments(text)
+    cuda = (not cmake) and is_cuda_source(name, code)
+    facts: dict = {"cuda": cuda}
+    stats = cuda_stats(code) if cuda else None
+    if stats is not None:
+        facts["kernels"] = len(stats.kernels)
+    lines = code.splitlines()
+    raw_lines = text.splitlines()
+    hits: list[NativeHit] = []
+    for rule, clause in entries:
+        globs = clause.files or (("*.cu", "*.cuh", "*.cpp", "*.cc", "*.cxx", "*.c", "*.h", "*.hpp", "*.hh", "*.inl"))
+        if not any(fnmatch.fnmatchcase(name, g) for g in globs):
+            continue
+        if clause.cuda_only and not cuda:
+            continue
+        rxs = [re.compile(r) for r in clause.regex]
+        if clause.per == "file":
+            first = None
+            for i, line in enumerate(lines, start=1):
+                if any(rx.search(line) for rx in rxs):
+                    first = i
+                    break
+            if first is None:
+                continue
+            details = stats.details() if stats is not None else {}
+            if stats is not None and stats.kernels:
+                first = stats.kernels[0].line
+            hits.append(NativeHit(rule, clause, first, name, _snip(raw_lines, first), details))
+        else:
+            for i, line in enumerate(lines, start=1):
+                for rx in rxs:
+                    m = rx.search(line)
+                    if m:
+                        hits.append(NativeHit(rule, clause, i, m.group(0).strip(), _snip(raw_lines, i), {}))
+                        break
+    return hits, facts
+
+
+def _snip(lines: list[str], line: int) -> str:
+    if 0 < line <= len(lines):
+        return " ".join(lines[line - 1].split())[:160]
+    return ""

@@ -1,0 +1,113 @@
+"""An index of the active catalog's Python match clauses, built once per process and reused per file."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+from ..catalog import Catalog, Match, Rule
+
+PY_KINDS = ("import", "call", "method", "attribute", "decorator", "keyword", "environ", "pattern")
+
+Entry = tuple  # (Rule, Match)
+
+
+class NameTable:
+    """Exact names in a dict, wildcard names as compiled regexes."""
+
+    def __init__(self) -> None:
+        self.exact: dict[str, list[Entry]] = {}
+        self.globs: list[tuple[re.Pattern, Entry]] = []
+
+    def add(self, name: str, entry: Entry) -> None:
+        if any(ch in name for ch in "*?["):
+            self.globs.append((re.compile(fnmatch.translate(name)), entry))
+        else:
+            self.exact.setdefault(name, []).append(entry)
+
+    def lookup(self, name: str) -> list[Entry]:
+        hits = self.exact.get(name, [])
+        if self.globs:
+            extra = [e for rx, e in self.globs if rx.match(name)]
+            if extra:
+                return hits + extra
+        return hits
+
+    def __bool__(self) -> bool:
+        return bool(self.exact or self.globs)
+
+
+@dataclass
+class PyIndex:
+    imports: list[tuple[str, Entry]] = field(default_factory=list)
+    calls: NameTable = field(default_factory=NameTable)
+    methods: dict[str, list[Entry]] = field(default_factory=dict)
+    attributes: NameTable = field(default_factory=NameTable)
+    decorators: NameTable = field(default_factory=NameTable)
+    keywords: dict[str, list[Entry]] = field(default_factory=dict)
+    environ: list[tuple[re.Pattern, Entry]] = field(default_factory=list)
+    patterns: dict[str, list[Entry]] = field(default_factory=dict)
+    triggers: tuple[str, ...] = ()
+    has_dependency_rules: bool = False
+
+    def empty(self) -> bool:
+        return not (
+            self.imports or self.calls or self.methods or self.attributes or self.decorators
+            or self.keywords or self.environ or self.patterns or self.has_dependency_rules
+        )
+
+
+# Triggers of the code matchers (sources/patterns.py): a file without any of them cannot match.
+PATTERN_TRIGGERS = {
+    "bool_mask_index": ("mask", "[", ">", "<", "=="),
+    "tensor_control_flow": ("any(", "all(", "item(", ".sum(", ".max(", ".min(", ".mean(", "equal(", "allclose("),
+    "triton_launch": ("](",),
+    "xla_step_without_mark_step": ("backward",),
+    "device_string": ("cuda",),
+}
+
+
+def build_index(catalog: Catalog) -> PyIndex:
+    idx = PyIndex()
+    triggers: set[str] = set()
+    rule: Rule
+    for rule in catalog:
+        for m in rule.match:
+            entry = (rule, m)
+            if m.kind == "import":
+                for mod in m.modules:
+                    idx.imports.append((mod, entry))
+            elif m.kind == "call":
+                for n in m.names:
+                    idx.calls.add(n, entry)
+            elif m.kind == "method":
+                for n in m.names:
+                    idx.methods.setdefault(n, []).append(entry)
+            elif m.kind == "attribute":
+                for n in m.names:
+                    idx.attributes.add(n, entry)
+            elif m.kind == "decorator":
+                for n in m.names:
+                    idx.decorators.add(n, entry)
+            elif m.kind == "keyword":
+                for n in m.names:
+                    idx.keywords.setdefault(n, []).append(entry)
+            elif m.kind == "environ":
+                idx.environ.append((re.compile(m.pattern or ".*"), entry))
+            elif m.kind == "pattern":
+                idx.patterns.setdefault(m.matcher or "", []).append(entry)
+                triggers.update(PATTERN_TRIGGERS.get(m.matcher or "", ("",)))
+            elif m.kind == "dependency":
+                idx.has_dependency_rules = True
+            else:
+                continue
+            if m.kind in PY_KINDS and m.kind != "pattern":
+                triggers.update(t for t in m.triggers() if t)
+    idx.triggers = tuple(sorted(triggers))
+    return idx
+
+
+def passes_prefilter(text: str, idx: PyIndex) -> bool:
+    """True when some trigger string occurs: only then can a rule match and is parsing worth it."""
+    return any(t in text for t in idx.triggers)

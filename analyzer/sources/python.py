@@ -1,0 +1,969 @@
+"""Python sources: one libcst parse and one walk per file match every active rule.
+
+Names are resolved to fully qualified names through the file's imports and simple aliases
+(`import torch.utils.cpp_extension as ext; ext.load` is `torch.utils.cpp_extension.load`;
+`np.unique` is `numpy.unique`, never `torch.unique`). Only code is matched: strings, comments and
+docstrings never produce findings. Guards are tracked so an optional GPU path is reported as a
+fallback: imports inside `try/except ImportError` or behind `find_spec` / `is_*_available()`, and
+kernel paths behind `if x.is_cuda:` (or a HAS_TRITON-style flag) with a PyTorch path beside them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import libcst as cst
+
+from ..catalog import ArgCond, Match, Rule
+from .cstwalk import Walker, field_order
+from .pyindex import PyIndex
+
+_BUILTINS = frozenset(dir(builtins))
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
+_RUNTIME_ERRORS = frozenset({"Exception", "BaseException", "RuntimeError", "NotImplementedError"})
+# Identifiers that make an `if` test a capability check (an optional fast path with a fallback).
+_CAPABILITY = re.compile(
+    r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
+    r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
+)
+_TRAIN_NAME = re.compile(r"(?i)(^|_)(train|training)($|_)|^fit$")
+_OPTIMIZER_RECEIVER = re.compile(r"(?i)optim|opt$|scaler")
+_SETUP_KEYWORDS = frozenset({"install_requires", "extras_require", "setup_requires", "tests_require"})
+_IMPORT_CALLS = frozenset({"importlib.import_module", "builtins.__import__"})
+_ENV_CALLS = frozenset({"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"})
+# On the XLA path a training step must end in a graph cut; any of these provides one.
+_XLA_STEP_CALLS = frozenset({
+    "torch_xla.core.xla_model.mark_step",
+    "torch_xla.core.xla_model.optimizer_step",
+    "torch_xla.sync",
+    "torch_xla.step",
+    "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+    "torch_xla.distributed.parallel_loader.ParallelLoader",
+})
+
+NOT_LITERAL = object()
+
+
+@dataclass(slots=True)
+class Binding:
+    qualname: str | None  # None: a local value that shadows any import
+    guarded: bool = False
+    type_only: bool = False
+
+
+@dataclass(slots=True)
+class Scope:
+    kind: str  # module, class, function
+    name: str
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    trains: bool = False  # calls backward() or an optimizer step
+    guard_rest: bool = False  # an earlier `if <capability>: return ...` makes the rest a kernel path
+    candidates: list = field(default_factory=list)  # hits waiting for the scope's facts (within=)
+    start: int = 0
+    in_class: bool = False  # a method
+    kernel_hits: list = field(default_factory=list)  # decorator hits (Triton kernels) of this def
+
+
+@dataclass(slots=True)
+class Hit:
+    rule: Rule
+    clause: Match
+    line: int
+    node: cst.CSTNode
+    symbol: str
+    scope: str
+    fallback: bool
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PyResult:
+    hits: list[Hit]
+    imports: list[str]  # absolute module names this file imports (for the import graph)
+    main_guard: bool
+    trains: bool
+    requirements: list[tuple[int, str]]  # setup.py install_requires & co, with lines
+    module: cst.Module
+
+
+def literal_value(node: cst.CSTNode | None) -> Any:
+    """The Python value of a literal node, or NOT_LITERAL."""
+    if node is None:
+        return NOT_LITERAL
+    t = type(node)
+    if t is cst.SimpleString or t is cst.ConcatenatedString:
+        try:
+            v = node.evaluated_value
+        except Exception:  # noqa: BLE001 - odd prefixes; treat as not a literal
+            return NOT_LITERAL
+        return v if isinstance(v, str) else NOT_LITERAL
+    if t is cst.Integer or t is cst.Float:
+        return node.evaluated_value
+    if t is cst.Name and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if t is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        v = literal_value(node.expression)
+        return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else NOT_LITERAL
+    return NOT_LITERAL
+
+
+def dotted_parts(node: cst.CSTNode) -> list[str] | None:
+    """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain name chain."""
+    parts: list[str] = []
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)
+        node = node.value
+    if type(node) is not cst.Name:
+        return None
+    parts.append(node.value)
+    parts.reverse()
+    return parts
+
+
+def iter_subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` (pre-order), for the small expressions matchers inspect."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for name in reversed(field_order(type(n))):
+            v = getattr(n, name)
+            if isinstance(v, cst.CSTNode):
+                stack.append(v)
+            elif type(v) in (list, tuple):
+                stack.extend(reversed([x for x in v if isinstance(x, cst.CSTNode)]))
+
+
+def _last_stmt(block: cst.CSTNode) -> cst.CSTNode | None:
+    body = getattr(block, "body", None)
+    if not body:
+        return None
+    last = body[-1]
+    if type(last) is cst.SimpleStatementLine and last.body:
+        return last.body[-1]
+    return last
+
+
+def _names_in(expr: cst.CSTNode) -> Iterator[str]:
+    for n in iter_subtree(expr):
+        if type(n) is cst.Name:
+            yield n.value
+        elif type(n) is cst.SimpleString:
+            v = literal_value(n)
+            if v == "cuda":
+                yield "cuda"
+
+
+def is_capability_test(expr: cst.CSTNode) -> bool:
+    return any(_CAPABILITY.search(name) for name in _names_in(expr))
+
+
+def _handler_names(handler: cst.ExceptHandler) -> set[str]:
+    if handler.type is None:
+        return {"BaseException"}
+    exprs = handler.type.elements if type(handler.type) is cst.Tuple else [handler.type]
+    out = set()
+    for e in exprs:
+        e = getattr(e, "value", e)
+        parts = dotted_parts(e)
+        if parts:
+            out.add(parts[-1])
+    return out
+
+
+def _only_reraises(handler: cst.ExceptHandler) -> bool:
+    last = _last_stmt(handler.body)
+    body = getattr(handler.body, "body", [])
+    return len(body) == 1 and type(last) is cst.Raise
+
+
+class PythonScanner(Walker):
+    def __init__(self, index: PyIndex, module_name: str, is_package: bool, collect_setup: bool) -> None:
+        super().__init__()
+        self.idx = index
+        self.module_name = module_name
+        self.is_package = is_package
+        self.collect_setup = collect_setup
+        self.scopes: list[Scope] = [Scope("module", "")]
+        self.hits: list[Hit] = []
+        self.deferred: list[Hit] = []  # checked against the file's imports at the end (requires=)
+        self.imports: set[str] = set()
+        self.main_guard = False
+        self.trains = False
+        self.requirements: list[tuple[int, str]] = []
+        # Node ids with a role decided by a parent: not free references, callees, stores.
+        self.nonref: set[int] = set()
+        self.store: set[int] = set()
+        self.guard_blocks: dict[int, str] = {}  # id(block) -> "import" | "kernel" | "type"
+        self.guards: list[str] = []
+        self.quiet = 0  # inside an import statement: names there are not references
+        self.pending_kernels: list[Hit] = []
+        self.autotune_configs: int | None = None
+        self.kernel_names: set[str] = set()
+        self.launches: list[tuple[str, int, cst.CSTNode, str, bool]] = []
+        self.elif_guards: set[int] = set()  # ids of elif branches entered under a guard
+        self.rest_guards: set[int] = set()  # ids of `if <capability>: ... return` statements
+        self.ifexp_arms: set[int] = set()  # ids of nodes inside the arms of a capability IfExp
+        self.setup_strings: set[int] = set()
+        self.marks_step = False  # XLA: the file calls mark_step / optimizer_step / uses MpDeviceLoader
+        self.backward_sites: list[tuple[int, cst.CSTNode, str]] = []
+        e, lv = self.enter, self.leave
+        e[cst.Import] = self.enter_import
+        lv[cst.Import] = self.leave_quiet
+        e[cst.ImportFrom] = self.enter_import_from
+        lv[cst.ImportFrom] = self.leave_quiet
+        e[cst.Call] = self.enter_call
+        e[cst.Decorator] = self.enter_decorator
+        e[cst.FunctionDef] = self.enter_function
+        lv[cst.FunctionDef] = self.leave_scope
+        e[cst.ClassDef] = self.enter_class
+        lv[cst.ClassDef] = self.leave_scope
+        e[cst.Attribute] = self.enter_attribute
+        e[cst.Name] = self.enter_name
+        e[cst.Assign] = self.enter_assign
+        lv[cst.Assign] = self.leave_assign
+        e[cst.AnnAssign] = self.enter_ann_assign
+        lv[cst.AnnAssign] = self.leave_ann_assign
+        e[cst.AugAssign] = self.enter_aug_assign
+        e[cst.For] = self.enter_for
+        e[cst.AsName] = self.enter_asname
+        e[cst.Param] = self.enter_param
+        e[cst.Try] = self.enter_try
+        e[cst.If] = self.enter_if
+        lv[cst.If] = self.leave_if
+        e[cst.IfExp] = self.enter_ifexp
+        e[cst.While] = self.enter_while
+        e[cst.Subscript] = self.enter_subscript
+        for block in (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Else):
+            e[block] = self.enter_block
+            lv[block] = self.leave_block
+        e[cst.Lambda] = self.enter_lambda
+        if collect_setup:
+            e[cst.SimpleString] = self.enter_string
+            e[cst.ConcatenatedString] = self.enter_string
+
+    # ------------------------------------------------------------------ scopes and resolution
+
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1]
+
+    def scope_name(self) -> str:
+        return ".".join(s.name for s in self.scopes[1:])
+
+    def lookup(self, name: str) -> Binding | None:
+        scopes = self.scopes
+        last = len(scopes) - 1
+        for i in range(last, -1, -1):
+            s = scopes[i]
+            if s.kind == "class" and i != last:
+                continue  # class bodies are not visible from their methods
+            b = s.bindings.get(name)
+            if b is not None:
+                return b
+        if name in _BUILTINS:
+            return Binding(f"builtins.{name}")
+        return None
+
+    def resolve(self, node: cst.CSTNode) -> tuple[str | None, bool]:
+        """(qualified name, reached through a guarded import) for a name chain bound to an import."""
+        parts = dotted_parts(node)
+        if not parts:
+            return None, False
+        b = self.lookup(parts[0])
+        if b is None or b.qualname is None:
+            return None, False
+        q = b.qualname if len(parts) == 1 else b.qualname + "." + ".".join(parts[1:])
+        return q, b.guarded
+
+    def bind(self, name: str, binding: Binding) -> None:
+        self.scope.bindings[name] = binding
+
+    def bind_local(self, target: cst.CSTNode, value: cst.CSTNode | None = None) -> None:
+        t = type(target)
+        if t is cst.Name:
+            self.nonref.add(id(target))
+            cur = self.scope.bindings.get(target.value)
+            if value is not None:
+                lit = literal_value(value)
+                if lit is None or lit is True or lit is False:
+                    if cur is not None and cur.qualname is not None:
+                        return  # `flash_attn = None` in an except branch keeps the import's meaning
+                q, guarded = self.resolve(value) if type(value) in (cst.Name, cst.Attribute) else (None, False)
+                if q is not None:
+                    self.bind(target.value, Binding(q, guarded))  # `F = torch.nn.functional`
+                    return
+            self.bind(target.value, Binding(None))
+        elif t in (cst.Tuple, cst.List):
+            for el in target.elements:
+                self.bind_local(el.value)
+        elif t is cst.StarredElement:
+            self.bind_local(target.value)
+
+    # ------------------------------------------------------------------ guards
+
+    def guard_active(self) -> str | None:
+        return self.guards[-1] if self.guards else None
+
+    def in_kernel_guard(self) -> bool:
+        return "kernel" in self.guards or any(s.guard_rest for s in self.scopes if s.kind == "function")
+
+    def enter_block(self, node: cst.CSTNode, line: int) -> None:
+        kind = self.guard_blocks.get(id(node))
+        if kind:
+            self.guards.append(kind)
+
+    def leave_block(self, node: cst.CSTNode, line: int) -> None:
+        if id(node) in self.guard_blocks:
+            self.guards.pop()
+
+    def enter_try(self, node: cst.Try, line: int) -> None:
+        caught = set()
+        runtime_fallback = False
+        for h in node.handlers:
+            names = _handler_names(h)
+            caught |= names
+            if names & _RUNTIME_ERRORS and not _only_reraises(h):
+                runtime_fallback = True
+        if caught & _IMPORT_ERRORS:
+            self.guard_blocks[id(node.body)] = "kernel" if runtime_fallback else "import"
+
+    def enter_if(self, node: cst.If, line: int) -> None:
+        test = node.test
+        parts = dotted_parts(test)
+        if parts and parts[-1] == "TYPE_CHECKING":
+            self.guard_blocks[id(node.body)] = "type"
+            return
+        if type(test) is cst.Comparison and len(test.comparisons) == 1:
+            left = dotted_parts(test.left)
+            right = literal_value(test.comparisons[0].comparator)
+            if left == ["__name__"] and right == "__main__":
+                self.main_guard = True
+        if not is_capability_test(test):
+            return
+        ends_with_return = type(_last_stmt(node.body)) is cst.Return
+        has_alternative = node.orelse is not None or ends_with_return
+        kind = "kernel" if has_alternative else "import"
+        self.guard_blocks[id(node.body)] = kind
+        if node.orelse is not None:
+            if type(node.orelse) is cst.If:
+                # An elif is entered as an If, not as a block: the guard spans the whole chain.
+                self.guards.append(kind)
+                self.elif_guards.add(id(node.orelse))
+            else:
+                self.guard_blocks[id(node.orelse)] = kind
+        elif ends_with_return:
+            self.rest_guards.add(id(node))
+
+    def leave_if(self, node: cst.If, line: int) -> None:
+        if id(node) in self.rest_guards and self.scope.kind == "function":
+            # `if not x.is_cuda: return reference(x)`: what follows in the function is the kernel path.
+            self.scope.guard_rest = True
+        if node.orelse is not None and id(node.orelse) in self.elif_guards:
+            self.guards.pop()
+
+    def enter_ifexp(self, node: cst.IfExp, line: int) -> None:
+        if is_capability_test(node.test):
+            # Both arms: whichever is the kernel path, the other is its fallback.
+            for arm in (node.body, node.orelse):
+                self.ifexp_arms.update(id(n) for n in iter_subtree(arm))
+        self.check_tensor_control_flow(node.test, line, node)
+
+    def fallback_for(self, rule: Rule, guarded_binding: bool, node: cst.CSTNode | None = None) -> bool:
+        if not rule.fallback:
+            return False
+        if guarded_binding or self.in_kernel_guard():
+            return True
+        return node is not None and id(node) in self.ifexp_arms
+
+    # ------------------------------------------------------------------ hits
+
+    def add(self, rule: Rule, clause: Match, line: int, node: cst.CSTNode, symbol: str,
+            fallback: bool = False, details: dict | None = None) -> Hit:
+        hit = Hit(rule, clause, line, node, symbol, self.scope_name(), fallback, details or {})
+        if clause.within:
+            self.scope.candidates.append(hit)
+        elif clause.requires:
+            self.deferred.append(hit)
+        else:
+            self.hits.append(hit)
+        return hit
+
+    def finish_scope(self, scope: Scope) -> None:
+        for hit in scope.candidates:
+            w = hit.clause.within
+            if w == "train_step":
+                ok = scope.trains or bool(_TRAIN_NAME.search(scope.name))
+            else:  # forward: a method named forward, what torch.compile traces
+                ok = scope.kind == "function" and scope.in_class and scope.name == "forward"
+            if ok:
+                (self.deferred if hit.clause.requires else self.hits).append(hit)
+
+    # ------------------------------------------------------------------ imports
+
+    def absolute_module(self, module: cst.CSTNode | None, level: int) -> str:
+        name = ".".join(dotted_parts(module) or []) if module is not None else ""
+        if not level:
+            return name
+        base = self.module_name.split(".") if self.module_name else []
+        if not self.is_package:
+            base = base[:-1]
+        if level > 1:
+            base = base[: max(0, len(base) - (level - 1))]
+        return ".".join([*base, name] if name else base)
+
+    def import_guard(self) -> tuple[bool, bool]:
+        """(guarded, type_only) for an import at the current position."""
+        type_only = "type" in self.guards
+        guarded = any(g in ("import", "kernel") for g in self.guards) or self.in_kernel_guard()
+        return guarded, type_only
+
+    def match_import(self, module: str, line: int, node: cst.CSTNode, guarded: bool) -> None:
+        for prefix, (rule, clause) in self.idx.imports:
+            if module == prefix or module.startswith(prefix + "."):
+                self.add(rule, clause, line, node, module, fallback=rule.fallback and guarded)
+
+    def enter_import(self, node: cst.Import, line: int) -> None:
+        self.quiet += 1
+        guarded, type_only = self.import_guard()
+        for alias in node.names:
+            parts = dotted_parts(alias.name) or []
+            full = ".".join(parts)
+            if not full:
+                continue
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
+                self.bind(alias.asname.name.value, Binding(full, guarded, type_only))
+            else:
+                self.bind(parts[0], Binding(parts[0], guarded, type_only))
+            if type_only:
+                continue
+            self.imports.add(full)
+            self.match_import(full, line, node, guarded)
+
+    def enter_import_from(self, node: cst.ImportFrom, line: int) -> None:
+        self.quiet += 1
+        guarded, type_only = self.import_guard()
+        module = self.absolute_module(node.module, len(node.relative))
+        if not type_only and module:
+            self.imports.add(module)
+        names = node.names
+        matched_module = False
+        if type(names) is cst.ImportStar:
+            if not type_only:
+                self.match_import(module, line, node, guarded)
+            return
+        for alias in names:
+            parts = dotted_parts(alias.name) or []
+            if not parts:
+                continue
+            full = f"{module}.{parts[0]}" if module else parts[0]
+            local = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else parts[0]
+            self.bind(local, Binding(full, guarded, type_only))
+            if type_only:
+                continue
+            if node.relative:
+                self.imports.add(full)  # `from . import x` may name a module
+            if not matched_module:
+                before = len(self.hits) + len(self.deferred)
+                self.match_import(full, line, node, guarded)
+                matched_module = len(self.hits) + len(self.deferred) > before
+
+    def leave_quiet(self, node: cst.CSTNode, line: int) -> None:
+        self.quiet -= 1
+
+    # ------------------------------------------------------------------ definitions
+
+    def enter_decorator(self, node: cst.Decorator, line: int) -> None:
+        expr = node.decorator
+        target = expr.func if type(expr) is cst.Call else expr
+        q, guarded = self.resolve(target)
+        if q is None:
+            return
+        self.mark_chain(target)
+        for rule, clause in self.idx.decorators.lookup(q):
+            hit = self.add(rule, clause, line, node, q, self.fallback_for(rule, guarded))
+            self.pending_kernels.append(hit)
+        if q == "triton.autotune" and type(expr) is cst.Call:
+            configs = find_arg(expr, ArgCond(keyword="configs", position=0))
+            if type(configs) in (cst.List, cst.Tuple):
+                self.autotune_configs = len(configs.elements)
+
+    def enter_function(self, node: cst.FunctionDef, line: int) -> None:
+        self.nonref.add(id(node.name))
+        name = node.name.value
+        kernels, self.pending_kernels = self.pending_kernels, []
+        autotune, self.autotune_configs = self.autotune_configs, None
+        if kernels:
+            self.kernel_names.add(name)
+            for hit in kernels:
+                hit.details["kernel"] = name
+                if autotune is not None:
+                    hit.details["autotune_configs"] = autotune
+        in_class = self.scope.kind == "class"
+        self.bind(name, Binding(None))
+        self.scopes.append(Scope("function", name, start=line, in_class=in_class, kernel_hits=kernels))
+
+    def enter_class(self, node: cst.ClassDef, line: int) -> None:
+        self.nonref.add(id(node.name))
+        self.pending_kernels = []
+        self.bind(node.name.value, Binding(None))
+        self.scopes.append(Scope("class", node.name.value, start=line))
+
+    def leave_scope(self, node: cst.CSTNode, line: int) -> None:
+        scope = self.scopes[-1]
+        self.finish_scope(scope)
+        self.scopes.pop()
+        if scope.kind == "function":
+            if scope.trains and self.scope.kind == "function":
+                self.scope.trains = True  # a closure's backward() makes its parent a training step
+            if scope.kernel_hits:
+                self.describe_kernel(node, scope.kernel_hits, scope.start, line)
+
+    def describe_kernel(self, node: cst.FunctionDef, hits: list[Hit], start: int, end: int) -> None:
+        """Size and shape of a Triton kernel, inputs to its porting cost."""
+        atomics = 0
+        tl_ops = 0
+        for n in iter_subtree(node.body):
+            if type(n) is cst.Call:
+                parts = dotted_parts(n.func)
+                if parts and len(parts) >= 2:
+                    q, _ = self.resolve(n.func)
+                    if q and q.startswith("triton.language."):
+                        tl_ops += 1
+                        if parts[-1].startswith("atomic_"):
+                            atomics += 1
+        name = node.name.value.lower()
+        for hit in hits:
+            hit.details.update(
+                lines=end - start + 1,
+                tl_ops=tl_ops,
+                atomics=atomics,
+                backward=bool(re.search(r"bwd|backward|grad", name)),
+            )
+
+    def enter_param(self, node: cst.Param, line: int) -> None:
+        self.nonref.add(id(node.name))
+        self.bind(node.name.value, Binding(None))
+
+    def enter_lambda(self, node: cst.Lambda, line: int) -> None:
+        for p in node.params.params:
+            self.nonref.add(id(p.name))
+
+    def enter_asname(self, node: cst.AsName, line: int) -> None:
+        if self.quiet:
+            return
+        self.bind_local(node.name)
+
+    # ------------------------------------------------------------------ assignments
+
+    def enter_assign(self, node: cst.Assign, line: int) -> None:
+        for t in node.targets:
+            self.mark_store(t.target)
+            self.check_environ_subscript(t.target, line)
+            self.check_device_string(t.target, node.value, line)
+
+    def leave_assign(self, node: cst.Assign, line: int) -> None:
+        for t in node.targets:
+            self.bind_local(t.target, node.value if len(node.targets) == 1 else None)
+
+    def enter_ann_assign(self, node: cst.AnnAssign, line: int) -> None:
+        self.mark_store(node.target)
+        if node.value is not None:
+            self.check_device_string(node.target, node.value, line)
+
+    def check_device_string(self, target: cst.CSTNode, value: cst.CSTNode, line: int) -> None:
+        """`device = "cuda"` (or `self.device = f"cuda:{rank}"`): a CUDA device chosen by name."""
+        entries = self.idx.patterns.get("device_string")
+        if not entries:
+            return
+        parts = dotted_parts(target)
+        if not parts or "device" not in parts[-1].lower():
+            return
+        if any(re.fullmatch(r"cuda(:\d+)?", v) for v in string_shapes(value)):
+            for rule, clause in entries:
+                self.add(rule, clause, line, value, _short_code(value), False)
+
+    def leave_ann_assign(self, node: cst.AnnAssign, line: int) -> None:
+        self.bind_local(node.target, node.value)
+
+    def enter_aug_assign(self, node: cst.AugAssign, line: int) -> None:
+        self.mark_store(node.target)
+
+    def enter_for(self, node: cst.For, line: int) -> None:
+        self.bind_local(node.target)
+        it = node.iter
+        if type(it) is cst.Call:
+            q, _ = self.resolve(it.func)
+            if q == "builtins.range":
+                for arg in it.args:
+                    self.check_tensor_control_flow(arg.value, line, node, loop=True)
+
+    def mark_store(self, target: cst.CSTNode) -> None:
+        if type(target) in (cst.Tuple, cst.List):
+            for el in target.elements:
+                self.mark_store(el.value)
+        else:
+            self.store.add(id(target))
+
+    def mark_chain(self, node: cst.CSTNode) -> None:
+        """The parts of a name chain already handled as one reference."""
+        while type(node) is cst.Attribute:
+            self.nonref.add(id(node))
+            node = node.value
+        self.nonref.add(id(node))
+
+    # ------------------------------------------------------------------ references
+
+    def enter_attribute(self, node: cst.Attribute, line: int) -> None:
+        self.nonref.add(id(node.attr))
+        if self.quiet or id(node) in self.nonref:
+            return
+        self.mark_chain(node.value)
+        self.reference(node, line)
+
+    def enter_name(self, node: cst.Name, line: int) -> None:
+        if self.quiet or id(node) in self.nonref:
+            return
+        self.reference(node, line)
+
+    def reference(self, node: cst.CSTNode, line: int) -> None:
+        if not self.idx.attributes:
+            return
+        q, guarded = self.resolve(node)
+        if q is None or q.startswith("builtins."):
+            return
+        is_store = id(node) in self.store
+        for rule, clause in self.idx.attributes.lookup(q):
+            if clause.context == "store" and not is_store or clause.context == "load" and is_store:
+                continue
+            self.add(rule, clause, line, node, q, self.fallback_for(rule, guarded, node))
+
+    # ------------------------------------------------------------------ calls
+
+    def enter_call(self, node: cst.Call, line: int) -> None:
+        func = node.func
+        for arg in node.args:
+            if arg.keyword is not None:
+                self.nonref.add(id(arg.keyword))
+        if self.quiet:
+            return
+        ftype = type(func)
+        q: str | None = None
+        guarded = False
+        if ftype is cst.Name or ftype is cst.Attribute:
+            q, guarded = self.resolve(func)
+            self.mark_chain(func)
+        if q is not None:
+            for rule, clause in self.idx.calls.lookup(q):
+                if self.args_match(node, clause.args):
+                    self.add(rule, clause, line, node, q, self.fallback_for(rule, guarded, node))
+            if q in _IMPORT_CALLS and node.args:
+                mod = literal_value(node.args[0].value)
+                if isinstance(mod, str):
+                    self.imports.add(mod)
+                    self.match_import(mod, line, node, guarded or bool(self.guards) or self.in_kernel_guard())
+            elif q in _ENV_CALLS and node.args:
+                self.check_environ(node.args[0].value, line, node)
+            elif q == "os.environ.update" and node.args and type(node.args[0].value) is cst.Dict:
+                for el in node.args[0].value.elements:
+                    if type(el) is cst.DictElement:
+                        self.check_environ(el.key, line, node)
+            elif self.collect_setup and q.split(".")[-1] == "setup":
+                for arg in node.args:
+                    if arg.keyword is not None and arg.keyword.value in _SETUP_KEYWORDS:
+                        self.setup_strings.update(
+                            id(n) for n in iter_subtree(arg.value)
+                            if type(n) in (cst.SimpleString, cst.ConcatenatedString)
+                        )
+            if q.endswith(".backward"):
+                self.note_backward(line, node)
+            elif q in _XLA_STEP_CALLS:
+                self.marks_step = True
+        elif ftype is cst.Attribute:
+            method = func.attr.value
+            if method == "backward":
+                self.note_backward(line, node)
+            elif method == "step":
+                receiver = dotted_parts(func.value)
+                if receiver and _OPTIMIZER_RECEIVER.search(receiver[-1]):
+                    self.scope.trains = True
+                    self.trains = True
+            entries = self.idx.methods.get(method)
+            if entries:
+                for rule, clause in entries:
+                    if self.args_match(node, clause.args):
+                        self.add(rule, clause, line, node, f".{method}()", self.fallback_for(rule, False, node))
+        elif ftype is cst.Subscript and "triton_launch" in self.idx.patterns:
+            parts = dotted_parts(func.value)
+            if parts:
+                guarded = self.in_kernel_guard() or id(node) in self.ifexp_arms
+                self.launches.append((parts[-1], line, node, self.scope_name(), guarded))
+        if self.idx.keywords:
+            self.match_keywords(node, q, line)
+
+    def enter_string(self, node: cst.CSTNode, line: int) -> None:
+        """setup.py: a requirement string inside install_requires and friends."""
+        if id(node) in self.setup_strings:
+            v = literal_value(node)
+            if isinstance(v, str):
+                self.requirements.append((line, v))
+
+    def note_backward(self, line: int, node: cst.CSTNode) -> None:
+        if not self.scope.trains:
+            self.backward_sites.append((line, node, self.scope_name()))
+        self.scope.trains = True
+        self.trains = True
+
+    def args_match(self, call: cst.Call, conds: tuple[ArgCond, ...]) -> bool:
+        for cond in conds:
+            value = find_arg(call, cond)
+            if cond.missing is not None:
+                if cond.missing != (value is None):
+                    return False
+                if cond.missing:
+                    continue
+            if value is None:
+                return False
+            lit = literal_value(value)
+            if cond.literal is not None and cond.literal == (lit is NOT_LITERAL):
+                return False
+            if cond.equals and not any(_same(lit, e) for e in cond.equals):
+                return False
+            if cond.pattern and not _pattern_matches(cond.pattern, value):
+                return False
+            if cond.names:
+                q, _ = self.resolve(value)
+                if q is None or not _name_in(q, cond.names):
+                    return False
+        return True
+
+    def match_keywords(self, node: cst.Call, callee: str | None, line: int) -> None:
+        method = node.func.attr.value if type(node.func) is cst.Attribute and callee is None else None
+        for arg in node.args:
+            if arg.keyword is None:
+                continue
+            entries = self.idx.keywords.get(arg.keyword.value)
+            if not entries:
+                continue
+            for rule, clause in entries:
+                if clause.calls and not _callee_in(callee, method, clause.calls):
+                    continue
+                if self.keyword_value_matches(arg.value, clause):
+                    sym = f"{arg.keyword.value}={_short_code(arg.value)}"
+                    self.add(rule, clause, line, node, sym, self.fallback_for(rule, False, node))
+
+    def keyword_value_matches(self, value: cst.CSTNode, clause: Match) -> bool:
+        lit = literal_value(value)
+        if clause.values and any(_same(lit, v) for v in clause.values):
+            return True
+        if clause.pattern and any(re.fullmatch(clause.pattern, v) for v in string_shapes(value)):
+            return True
+        if clause.value_names:
+            q, _ = self.resolve(value)
+            if q is not None and _name_in(q, clause.value_names):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ environment variables
+
+    def check_environ(self, key: cst.CSTNode | None, line: int, node: cst.CSTNode) -> None:
+        name = literal_value(key)
+        if not isinstance(name, str):
+            return
+        for rx, (rule, clause) in self.idx.environ:
+            if rx.fullmatch(name):
+                self.add(rule, clause, line, node, name)
+
+    def check_environ_subscript(self, target: cst.CSTNode, line: int) -> None:
+        if type(target) is cst.Subscript and self.idx.environ:
+            q, _ = self.resolve(target.value)
+            if q == "os.environ" and target.slice:
+                sl = target.slice[0].slice
+                if type(sl) is cst.Index:
+                    self.check_environ(sl.value, line, target)
+
+    # ------------------------------------------------------------------ code matchers
+
+    def enter_subscript(self, node: cst.Subscript, line: int) -> None:
+        if self.quiet:
+            return
+        if id(node) not in self.store:
+            q, _ = self.resolve(node.value)
+            if q == "os.environ" and self.idx.environ and node.slice and type(node.slice[0].slice) is cst.Index:
+                self.check_environ(node.slice[0].slice.value, line, node)
+        entries = self.idx.patterns.get("bool_mask_index")
+        if not entries or id(node) in self.store or len(node.slice) != 1:
+            return
+        sl = node.slice[0].slice
+        if type(sl) is not cst.Index or not self.looks_boolean(sl.value):
+            return
+        for rule, clause in entries:
+            self.add(rule, clause, line, node, _short_code(node), False)
+
+    def looks_boolean(self, expr: cst.CSTNode) -> bool:
+        t = type(expr)
+        if t is cst.Comparison:
+            return all(type(c.operator) not in (cst.In, cst.NotIn, cst.Is, cst.IsNot) for c in expr.comparisons)
+        if t is cst.UnaryOperation and type(expr.operator) is cst.BitInvert:
+            return True
+        if t is cst.BinaryOperation and type(expr.operator) in (cst.BitAnd, cst.BitOr):
+            return self.looks_boolean(expr.left) or self.looks_boolean(expr.right)
+        if t is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "bool":
+            return True
+        parts = dotted_parts(expr)
+        if parts and "mask" in parts[-1].lower():
+            b = self.lookup(parts[0])
+            return b is None or b.qualname is None
+        return False
+
+    def enter_while(self, node: cst.While, line: int) -> None:
+        self.check_tensor_control_flow(node.test, line, node)
+
+    def check_tensor_control_flow(self, test: cst.CSTNode, line: int, node: cst.CSTNode, loop: bool = False) -> None:
+        entries = self.idx.patterns.get("tensor_control_flow")
+        if not entries or self.quiet:
+            return
+        culprit = self.tensor_value_read(test)
+        if culprit is None:
+            return
+        for rule, clause in entries:
+            self.add(rule, clause, line, test, culprit, False)
+
+    def tensor_value_read(self, expr: cst.CSTNode) -> str | None:
+        """A call in `expr` that reads a tensor's value into Python, e.g. `(x > 0).any()`."""
+        for n in iter_subtree(expr):
+            if type(n) is not cst.Call:
+                continue
+            func = n.func
+            q, _ = self.resolve(func) if type(func) in (cst.Name, cst.Attribute) else (None, False)
+            if q is not None:
+                if q in ("torch.any", "torch.all", "torch.equal", "torch.allclose", "torch.is_nonzero",
+                         "torch.count_nonzero", "torch.isnan", "torch.isinf", "torch.isfinite"):
+                    return q
+                continue
+            if type(func) is cst.Attribute and func.attr.value in ("any", "all", "item", "sum", "max", "min",
+                                                                   "mean", "norm", "count_nonzero"):
+                if func.attr.value in ("sum", "max", "min", "mean", "norm") and not n.args == []:
+                    continue  # `.sum(dim)` and friends return tensors; only whole reductions are read back
+                return f".{func.attr.value}()"
+        return None
+
+    # ------------------------------------------------------------------ the end of the file
+
+    def finish(self) -> None:
+        self.finish_scope(self.scopes[0])
+        # A launch `k[grid](...)` of a kernel defined in this file, or of an imported one whose name
+        # says it is a kernel (kernels are often defined in a sibling module).
+        for name, line, node, scope, guarded in self.launches:
+            if name in self.kernel_names or "kernel" in name.lower():
+                for rule, clause in self.idx.patterns.get("triton_launch", ()):
+                    hit = Hit(rule, clause, line, node, name, scope, rule.fallback and guarded)
+                    (self.deferred if clause.requires else self.hits).append(hit)
+        if not self.marks_step:
+            for rule, clause in self.idx.patterns.get("xla_step_without_mark_step", ()):
+                for line, node, scope in self.backward_sites:
+                    hit = Hit(rule, clause, line, node, "backward()", scope, False)
+                    (self.deferred if clause.requires else self.hits).append(hit)
+        roots = {m.split(".")[0] for m in self.imports} | self.imports
+        for hit in self.deferred:
+            if any(r in roots for r in hit.clause.requires):
+                self.hits.append(hit)
+
+
+def find_arg(call: cst.Call, cond: ArgCond) -> cst.CSTNode | None:
+    if cond.keyword is not None:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == cond.keyword:
+                return a.value
+    if cond.position is not None:
+        i = 0
+        for a in call.args:
+            if a.keyword is not None:
+                continue
+            if a.star:
+                return None
+            if i == cond.position:
+                return a.value
+            i += 1
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def string_shapes(node: cst.CSTNode) -> list[str]:
+    """The strings an expression can evaluate to, with interpolations shown as "0":
+    `"cuda"` -> ["cuda"], `f"cuda:{rank}"` -> ["cuda:0"], `"cuda:" + str(r)` -> ["cuda:0"],
+    `"cuda" if ok else "cpu"` -> ["cuda", "cpu"]."""
+    t = type(node)
+    lit = literal_value(node)
+    if isinstance(lit, str):
+        return [lit]
+    if t is cst.FormattedString:
+        return ["".join(p.value if type(p) is cst.FormattedStringText else "0" for p in node.parts)]
+    if t is cst.BinaryOperation and type(node.operator) is cst.Add:
+        left = string_shapes(node.left) or ["0"]
+        right = string_shapes(node.right) or ["0"]
+        if left == ["0"] and right == ["0"]:
+            return []
+        return [a + b for a in left for b in right]
+    if t is cst.IfExp:
+        return string_shapes(node.body) + string_shapes(node.orelse)
+    return []
+
+
+def _pattern_matches(pattern: str, value: cst.CSTNode) -> bool:
+    if any(re.fullmatch(pattern, s) for s in string_shapes(value)):
+        return True
+    if type(value) in (cst.List, cst.Tuple, cst.Set):
+        return any(_pattern_matches(pattern, el.value) for el in value.elements)
+    return False
+
+
+def _name_in(q: str, names: tuple[str, ...]) -> bool:
+    import fnmatch
+
+    return any(q == n or ("*" in n and fnmatch.fnmatchcase(q, n)) for n in names)
+
+
+def _callee_in(callee: str | None, method: str | None, calls: tuple[str, ...]) -> bool:
+    for c in calls:
+        if c == "*":
+            return True
+        if c.startswith("."):
+            if method == c[1:]:
+                return True
+        elif callee is not None and _name_in(callee, (c,)):
+            return True
+    return False
+
+
+_WS = re.compile(r"\s+")
+
+
+def _short_code(node: cst.CSTNode, limit: int = 60) -> str:
+    try:
+        code = cst.Module([]).code_for_node(node)
+    except Exception:  # noqa: BLE001
+        return ""
+    code = _WS.sub(" ", code).strip()
+    return code if len(code) <= limit else code[: limit - 1] + "…"
+
+
+def snippet_of(node: cst.CSTNode) -> str:
+    if type(node) in (cst.If, cst.While):
+        node = node.test
+    return _short_code(node, 160)
+
+
+def scan_module(module: cst.Module, index: PyIndex, module_name: str = "", is_package: bool = False,
+                collect_setup: bool = False) -> PyResult:
+    scanner = PythonScanner(index, module_name, is_package, collect_setup)
+    scanner.walk(module)
+    scanner.finish()
+    return PyResult(scanner.hits, sorted(scanner.imports), scanner.main_guard, scanner.trains,
+                    scanner.requirements, module)

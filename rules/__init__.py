@@ -1,0 +1,1 @@
+"""The built-in rule catalog (TOML files), shipped as package data of neuron_ready.rules."""
