@@ -26,7 +26,7 @@ RULE_ID = re.compile(r"^NR\d{4}$")
 CATEGORY_PREFIX = {c: f"NR{10 + i}" for i, c in enumerate(CATEGORIES)}
 EVIDENCE = ("doc", "issue", "3rd", "derived", "unverified")
 PER = ("occurrence", "task")
-WITHIN = ("train_step", "forward")
+WITHIN = ("train_step", "forward", "collate")
 ATEN_WHEN = ("always", "integer", "integer_or_bool", "float64", "complex")
 # Categories where a guarded import or a kernel path with a PyTorch path beside it is a fallback.
 FALLBACK_CATEGORIES = ("custom-cuda", "triton", "gpu-library")
@@ -49,6 +49,9 @@ class ArgCond:
     names: tuple[str, ...] = ()  # qualified names the value must resolve to, e.g. torch.float16
     literal: bool | None = None  # True: value is a number/str literal; False: it is not
     missing: bool | None = None  # True: the argument is absent; False: it is present
+    string: bool | None = None  # True: value is a string (literal, f-string, concatenation); False: not
+    maybe_none: bool | None = None  # True: value is None or an if-expression with a None arm
+    int_like: bool | None = None  # True: value looks like a Python int (literal, `x.shape[0]`, `num_heads`)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class Match:
     packages: tuple[str, ...] = ()
     args: tuple[ArgCond, ...] = ()
     calls: tuple[str, ...] = ()  # keyword kind: restrict to these callees ("torch.compile", ".to")
+    exclude_calls: tuple[str, ...] = ()  # keyword kind: never in these callees
+    result_used: bool | None = None  # call/method kinds: the call's value is used (not a bare statement)
     values: tuple = ()  # keyword kind: literal values that match
     pattern: str | None = None  # keyword/environ kinds: regex on the string value or env var name
     value_names: tuple[str, ...] = ()  # keyword kind: qualified names that match (torch.float16)
@@ -161,22 +166,22 @@ class Catalog:
         for r in self:
             if target and target not in r.targets:
                 continue
-            if sel and not any(selector_matches(s, r) for s in sel):
+            if sel and not any(selector_matches(s, r.id, r.category) for s in sel):
                 continue
-            if any(selector_matches(s, r) for s in ign):
+            if any(selector_matches(s, r.id, r.category) for s in ign):
                 continue
             out[r.id] = r
         return Catalog(out)
 
 
-def selector_matches(selector: str, rule: Rule) -> bool:
+def selector_matches(selector: str, rule_id: str, category: str) -> bool:
     """A selector is "ALL", a rule id, an id prefix ("NR10") or a category name ("device")."""
     s = selector.strip()
     if s.upper() == "ALL":
         return True
     if s in CATEGORIES:
-        return rule.category == s
-    return rule.id.startswith(s.upper())
+        return category == s
+    return rule_id.startswith(s.upper())
 
 
 def valid_selector(selector: str) -> bool:
@@ -259,11 +264,11 @@ RULE_FIELDS = (
 )
 MATCH_FIELDS: dict[str, tuple[str, ...]] = {
     "import": ("modules",),
-    "call": ("names", "args", "within", "requires"),
-    "method": ("names", "args", "within", "requires"),
+    "call": ("names", "args", "within", "requires", "result_used"),
+    "method": ("names", "args", "within", "requires", "result_used"),
     "attribute": ("names", "context", "within", "requires"),
-    "decorator": ("names",),
-    "keyword": ("names", "calls", "values", "pattern", "value_names", "within", "requires"),
+    "decorator": ("names", "args"),
+    "keyword": ("names", "calls", "exclude_calls", "values", "pattern", "value_names", "args", "within", "requires"),
     "environ": ("pattern",),
     "pattern": ("matcher", "within", "requires"),
     "dependency": ("packages", "cuda_pin"),
@@ -282,7 +287,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "native": ("regex",),
     "aten": ("ops",),
 }
-ARG_FIELDS = ("keyword", "position", "equals", "pattern", "names", "literal", "missing")
+ARG_FIELDS = ("keyword", "position", "equals", "pattern", "names", "literal", "missing", "string", "maybe_none", "int_like")
 
 
 def _parse_arg(c: _Checker, raw: Any, fieldname: str) -> ArgCond:
@@ -306,9 +311,13 @@ def _parse_arg(c: _Checker, raw: Any, fieldname: str) -> ArgCond:
     names = c.strings(raw, "names", fieldname + ".names")
     literal = c.boolean(raw, "literal", fieldname + ".literal")
     missing = c.boolean(raw, "missing", fieldname + ".missing")
-    if not (equals or pattern or names or literal is not None or missing is not None):
-        raise c.fail(fieldname, "needs one of equals, pattern, names, literal, missing")
-    return ArgCond(keyword, position, tuple(equals), pattern, names, literal, missing)
+    string = c.boolean(raw, "string", fieldname + ".string")
+    maybe_none = c.boolean(raw, "maybe_none", fieldname + ".maybe_none")
+    int_like = c.boolean(raw, "int_like", fieldname + ".int_like")
+    flags = (literal, missing, string, maybe_none, int_like)
+    if not (equals or pattern or names or any(x is not None for x in flags)):
+        raise c.fail(fieldname, "needs one of equals, pattern, names, literal, missing, string, maybe_none, int_like")
+    return ArgCond(keyword, position, tuple(equals), pattern, names, literal, missing, string, maybe_none, int_like)
 
 
 def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
@@ -321,7 +330,7 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
         if req not in raw:
             raise c.fail(f"{fieldname}.{req}", f"is required for kind '{kind}'")
     kw: dict[str, Any] = {"kind": kind}
-    for key in ("names", "modules", "packages", "calls", "value_names", "requires", "files", "ops"):
+    for key in ("names", "modules", "packages", "calls", "exclude_calls", "value_names", "requires", "files", "ops"):
         if key in raw:
             kw[key] = c.strings(raw, key, f"{fieldname}.{key}", required=True)
     if "regex" in raw:
@@ -341,6 +350,8 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
         kw["context"] = c.choice(raw, "context", f"{fieldname}.context", ("load", "store", "any"))
     if "within" in raw:
         kw["within"] = c.choice(raw, "within", f"{fieldname}.within", WITHIN)
+    if "result_used" in raw:
+        kw["result_used"] = c.boolean(raw, "result_used", f"{fieldname}.result_used")
     if "cuda_only" in raw:
         kw["cuda_only"] = c.boolean(raw, "cuda_only", f"{fieldname}.cuda_only")
     if "cuda_pin" in raw:
@@ -354,7 +365,11 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
     if kind == "keyword" and not (kw.get("values") or kw.get("pattern") or kw.get("value_names")):
         raise c.fail(fieldname, "a keyword match needs 'values', 'pattern' or 'value_names'")
     m = Match(**kw)
-    if kind not in ("pattern", "native", "dependency", "aten", "environ") and not all(m.triggers()):
+    if kind in ("method", "keyword"):
+        for n in m.names:
+            if not re.fullmatch(r"[A-Za-z_]\w*", n):
+                raise c.fail(f"{fieldname}.names", f"{kind} names are identifiers, got {n!r}")
+    elif kind not in ("pattern", "native", "dependency", "aten", "environ") and not all(m.triggers()):
         raise c.fail(f"{fieldname}.names", "every name needs a literal segment (not only wildcards)")
     return m
 

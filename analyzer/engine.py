@@ -43,6 +43,24 @@ def find_files(settings: Settings) -> Discovery:
     return found
 
 
+def first_party_packages(jobs) -> frozenset[str]:
+    """Top-level packages and modules of the scanned project itself (src/ layouts included).
+
+    A GPU library's own source tree imports itself everywhere; those imports are its code, not a
+    dependency on the library, and its kernels are what the scan reports.
+    """
+    package_dirs = {j.rel.rsplit("/", 1)[0] for j in jobs if j.rel.endswith("/__init__.py")}
+    roots = set()
+    for d in package_dirs:
+        while "/" in d and d.rsplit("/", 1)[0] in package_dirs:
+            d = d.rsplit("/", 1)[0]
+        roots.add(d.rsplit("/", 1)[-1])
+    for j in jobs:
+        if j.kind == "python" and "/" not in j.rel and j.rel.endswith(".py") and j.rel != "setup.py":
+            roots.add(j.rel[:-3])
+    return frozenset(roots)
+
+
 def display_root(settings: Settings) -> str:
     """The root as the user named it, relative to the working directory when inside it."""
     root = os.path.abspath(settings.root)
@@ -58,6 +76,7 @@ def run_scan(settings: Settings, catalog: Catalog | None = None) -> ScanOutcome:
         target=settings.target,
         max_file_size=settings.max_file_size,
         per_path_ignores=tuple((p, tuple(s)) for p, s in sorted(settings.per_path_ignores.items())),
+        first_party=first_party_packages(found.jobs),
     )
     results = [scan_file(job, ctx) for job in found.jobs]
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)

@@ -6,11 +6,6 @@ from .catalog import selector_matches
 from .model import EFFORT_CLASSES, Finding, Report
 
 
-class _View:
-    def __init__(self, f: Finding) -> None:
-        self.id, self.category = f.rule, f.category
-
-
 def fail_reasons(report: Report, fail_on: list[str], findings: list[Finding] | None = None) -> list[str]:
     """Why the threshold is met (empty: it is not). `findings` defaults to the report's own."""
     findings = report.findings if findings is None else findings
@@ -23,7 +18,7 @@ def fail_reasons(report: Report, fail_on: list[str], findings: list[Finding] | N
             if findings:
                 reasons.append(f"{len(findings)} finding(s)")
         else:
-            hits = [f for f in findings if selector_matches(item, _View(f))]
+            hits = [f for f in findings if selector_matches(item, f.rule, f.category)]
             if hits:
                 reasons.append(f"{len(hits)} finding(s) of {item}")
     return reasons

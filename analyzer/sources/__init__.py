@@ -6,6 +6,7 @@ reads only its job and a ScanContext (both picklable) and returns a FileResult.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -41,6 +42,7 @@ class ScanContext:
     target: str
     max_file_size: int = 2 * 1024 * 1024
     per_path_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    first_party: frozenset[str] = frozenset()  # the scanned project's own top-level packages
     _index: PyIndex | None = field(default=None, repr=False)
     _native: list | None = field(default=None, repr=False)
     _deps: list | None = field(default=None, repr=False)
@@ -120,7 +122,9 @@ def read_text(job: FileJob, max_size: int) -> str:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         except SyntaxError as e:
-            raise _Skip("decode-error", f"bad encoding declaration: {e}") from None
+            if "encoding problem" in str(e) or "unknown encoding" in str(e):
+                raise _Skip("decode-error", f"bad encoding declaration: {e}") from None
+            encoding = "utf-8"  # no cookie and not UTF-8: the decode below says where it breaks
     try:
         text = data.decode(encoding)
     except LookupError:
@@ -187,30 +191,74 @@ class _Collector:
         self.seen: set[tuple] = set()
 
     def add(self, f: Finding, suppress_line: int | None = None) -> None:
-        key = (f.rule, f.cell, f.line, f.column, f.symbol)
+        key = (f.rule, f.cell, f.line, f.symbol)  # one rule, one line, one symbol: one finding
         if key in self.seen:
             return
         self.seen.add(key)
         if self.suppressions.covers(f.rule, f.category, suppress_line or f.line) or any(
-            selector_matches(s, _RuleView(f)) for sels in self.ignored_selectors for s in sels
+            selector_matches(s, f.rule, f.category) for sels in self.ignored_selectors for s in sels
         ):
             self.result.suppressed += 1
             return
         self.result.findings.append(f)
 
 
-class _RuleView:
-    """Enough of a Rule for selector_matches."""
+class _TooDeep(Exception):
+    pass
 
-    def __init__(self, f: Finding) -> None:
-        self.id = f.rule
-        self.category = f.category
+
+class Unparseable(Exception):
+    """libcst rejected the source: a syntax error, an invalid identifier, or a parser panic."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.raw_line = line
+
+
+def parse_module(text: str) -> cst.Module:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        raise Unparseable(str(e.message), e.raw_line) from None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - CSTValidationError, a Rust PanicException (a BaseException)
+        raise Unparseable(f"{type(e).__name__}: {e}", 1) from None
+
+
+def nesting_risk(text: str) -> bool:
+    """True when a file may be nested deeper than parsers can bear (machine-generated code).
+
+    libcst's native parser can overflow its stack or backtrack for minutes on such input, which
+    would take the whole process down; CPython's own parser rejects it quickly. Cheap checks first:
+    a very long line, or brackets nested more than 100 deep.
+    """
+    if re.search(r"[^\n]{4000}", text):
+        return True
+    depth = peak = 0
+    for ch in re.sub(r"[^()\[\]{}]+", "", text):
+        if ch in "([{":
+            depth += 1
+            if depth > peak:
+                peak = depth
+        else:
+            depth -= 1
+    return peak > 100
 
 
 def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool):
     module_name, is_package = module_name_of(rel)
-    module = cst.parse_module(text)
-    return scan_module(module, ctx.index, module_name, is_package, collect_setup)
+    if nesting_risk(text):
+        try:
+            ast.parse(text)
+        except (RecursionError, MemoryError):
+            raise _TooDeep("nested too deeply for Python's own parser; skipped") from None
+        except SyntaxError as e:
+            if "too many nested" in str(e) or "too complex" in str(e):
+                raise _TooDeep(f"{e.msg}; skipped") from None
+    module = parse_module(text)
+    return scan_module(module, ctx.index, module_name, is_package, collect_setup, ctx.first_party)
 
 
 def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: ScanContext, rel: str,
@@ -226,16 +274,33 @@ def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: Sc
         col.add(f, suppress_line=h.line)
 
 
-def _syntax_diagnostic(rel: str, e: cst.ParserSyntaxError, where: list[tuple[int, int]] | None = None) -> Diagnostic:
+def _syntax_diagnostic(rel: str, e: Unparseable, text: str,
+                       where: list[tuple[int, int]] | None = None) -> Diagnostic:
+    """Where and why a file does not parse. CPython's own parser names the line of the mistake
+    and says why in words (libcst points at the token after it), so it is asked first."""
     line = e.raw_line
+    reason = str(e.message).splitlines()[0] if getattr(e, "message", None) else "invalid syntax"
+    reason = re.sub(r"^parser error: error at \d+:\d+: ", "", reason)
+    m = re.match(r"(expected one of )(.*)$", reason)
+    if m and len(reason) > 80:
+        reason = m.group(1) + ", ".join(m.group(2).split(", ")[:6]) + ", …"
+    try:
+        ast.parse(text)
+    except SyntaxError as se:
+        if se.lineno:
+            line, reason = se.lineno, se.msg
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    lines = text.splitlines()
+    source_line = lines[line - 1] if 0 < line <= len(lines) else ""
     where_text = f"line {line}"
     if where is not None and 0 < line <= len(where):
         cell, cline = where[line - 1]
         where_text = f"cell {cell}, line {cline}"
         line = cline
-    first = str(e.message).splitlines()[0] if getattr(e, "message", None) else "invalid syntax"
-    hint = " (Python 2 code?)" if re.search(r"^\s*(print\s+[^(\s=]|exec\s+\S)", e.editor_line or "") else ""
-    return Diagnostic(rel, "syntax-error", f"cannot parse at {where_text}: {first}{hint}", line)
+    py2 = re.search(r"^\s*(print\s+[^(\s=]|exec\s+[\"'\w])|^\s*except\s+\w+\s*,\s*\w+\s*:|`", source_line)
+    hint = " (Python 2 code?)" if py2 and "Python 2" not in reason else ""
+    return Diagnostic(rel, "syntax-error", f"cannot parse at {where_text}: {reason}{hint}", line)
 
 
 def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
@@ -245,11 +310,24 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
     is_setup = PurePosixPath(job.rel).name == "setup.py"
     collect_setup = is_setup and bool(ctx.dep_entries)
     if not (passes_prefilter(text, idx) or collect_setup):
+        # Nothing here can match; still report a file that is not Python at all (ast is ~10x
+        # cheaper than libcst; its rare disagreements, e.g. newer syntax, are settled by libcst).
+        try:
+            ast.parse(text)
+            return
+        except (SyntaxError, ValueError):
+            pass
+        except RecursionError:
+            return
+        try:
+            parse_module(text)
+        except Unparseable as e:
+            result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
     try:
         res = _python_hits(text, job.rel, ctx, collect_setup)
-    except cst.ParserSyntaxError as e:
-        result.diagnostics.append(_syntax_diagnostic(job.rel, e))
+    except Unparseable as e:
+        result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
     result.parsed = True
     col = _Collector(result, ctx, Suppressions(text))
@@ -270,26 +348,29 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
     result.facts.update(python_facts(source, module_name, False))
     if not passes_prefilter(source, ctx.index):
         return
-    lines = source.splitlines()
-    col = _Collector(result, ctx, Suppressions(source))
     try:
         res = _python_hits(source, job.rel, ctx, False)
-        result.parsed = True
-        _add_python_hits(res.hits, lines, col, ctx, job.rel, where)
-        return
-    except cst.ParserSyntaxError:
-        pass
-    # One broken cell must not hide the others: parse cell by cell, reporting each broken one.
-    for number, cell_lines in cells:
-        cell_source = "\n".join(cell_lines) + "\n"
-        cell_where = [(number, i) for i in range(1, len(cell_lines) + 2)]
+    except Unparseable:
+        # One broken cell must not hide the others: report each broken cell, scan the rest
+        # together (so imports in one cell still resolve names in the next).
+        good = []
+        for number, cell_lines in cells:
+            cell_source = "\n".join(cell_lines) + "\n"
+            try:
+                parse_module(cell_source)
+                good.append((number, cell_lines))
+            except Unparseable as e:
+                cell_where = [(number, i) for i in range(1, len(cell_lines) + 2)]
+                result.diagnostics.append(_syntax_diagnostic(job.rel, e, cell_source, cell_where))
+        source, where = join_cells(good)
         try:
-            res = _python_hits(cell_source, job.rel, ctx, False)
-        except cst.ParserSyntaxError as e:
-            result.diagnostics.append(_syntax_diagnostic(job.rel, e, cell_where))
-            continue
-        result.parsed = True
-        _add_python_hits(res.hits, cell_source.splitlines(), col, ctx, job.rel, cell_where)
+            res = _python_hits(source, job.rel, ctx, False)
+        except Unparseable as e:  # cells that parse alone but not together
+            result.diagnostics.append(_syntax_diagnostic(job.rel, e, source, where))
+            return
+    result.parsed = True
+    col = _Collector(result, ctx, Suppressions(source))
+    _add_python_hits(res.hits, source.splitlines(), col, ctx, job.rel, where)
 
 
 def _scan_native(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
@@ -315,7 +396,7 @@ def _add_dependency_hits(reqs, lines: list[str], col: _Collector, ctx: ScanConte
 
 def _scan_deps(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
     kind = deps_mod.dependency_kind(job.rel)
-    if kind is None or not ctx.dep_entries:
+    if kind is None:
         return
     try:
         reqs = deps_mod.parse_dependencies(kind, text)
@@ -323,7 +404,8 @@ def _scan_deps(job: FileJob, text: str, ctx: ScanContext, result: FileResult) ->
         line = getattr(e, "lineno", None)
         result.diagnostics.append(Diagnostic(job.rel, "syntax-error", f"invalid TOML: {e}", line))
         return
-    _add_dependency_hits(reqs, text.splitlines(), _Collector(result, ctx, Suppressions(text)), ctx, job.rel)
+    if ctx.dep_entries:
+        _add_dependency_hits(reqs, text.splitlines(), _Collector(result, ctx, Suppressions(text)), ctx, job.rel)
 
 
 _HANDLERS = {
@@ -342,13 +424,18 @@ def scan_file(job: FileJob, ctx: ScanContext) -> FileResult:
         _HANDLERS[job.kind](job, text, ctx, result)
     except _Skip as s:
         result.diagnostics.append(Diagnostic(job.rel, s.kind, s.message, s.line))
+    except _TooDeep as e:
+        result.findings.clear()
+        result.diagnostics.append(Diagnostic(job.rel, "too-complex", str(e)))
     except RecursionError:
         result.findings.clear()
         result.diagnostics.append(Diagnostic(job.rel, "too-complex", "nested too deeply to analyse; skipped"))
     except MemoryError:
         result.findings.clear()
         result.diagnostics.append(Diagnostic(job.rel, "too-complex", "ran out of memory analysing it; skipped"))
-    except Exception as e:  # noqa: BLE001 - a bug of ours must not stop the scan or lose other files
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - a bug of ours (or a native panic) must not stop the scan
         result.findings.clear()
         result.diagnostics.append(
             Diagnostic(job.rel, "internal-error", f"neuron-ready failed on this file ({type(e).__name__}: {e}); please report it")

@@ -85,15 +85,17 @@ class Walker:
             if "\\" in v:  # a backslash continuation
                 self.line += v.count("\n")
             return
-        if t is _SimpleString or t is _FStringText:
-            self.line += node.value.count("\n")
+        # A string's own newlines come after its first token: counted once the node is entered.
+        pending = node.value.count("\n") if t is _SimpleString or t is _FStringText else 0
         on_enter = self.enter.get(t)
-        entered = on_enter is None
+        entered = False
         leading = _LEADING_BY_CLASS.get(t, LEADING_FIELDS)
         walk = self.walk
         for name in field_order(t):
             if not entered and name not in leading:
-                on_enter(node, self.line)
+                if on_enter is not None:
+                    on_enter(node, self.line)
+                self.line += pending
                 entered = True
             value = getattr(node, name)
             if isinstance(value, _CSTNode):
@@ -102,7 +104,9 @@ class Walker:
                 for child in value:
                     walk(child)
         if not entered:
-            on_enter(node, self.line)
+            if on_enter is not None:
+                on_enter(node, self.line)
+            self.line += pending
         on_leave = self.leave.get(t)
         if on_leave is not None:
             on_leave(node, self.line)

@@ -64,15 +64,25 @@ def parse_requirement(text: str, line: int) -> Requirement | None:
     if not s:
         return None
     url = _URL.search(s)
-    if url and s.startswith(("http://", "https://")):
-        wheel = url.group(0).rsplit("/", 1)[-1]
-        name = wheel.split("-", 1)[0]
-        return Requirement(line, normalize(name), s, bool(_CUDA_PIN.search(s)))
+    if s.startswith(("git+", "hg+", "svn+", "bzr+")) or (url and s.startswith(("http://", "https://"))):
+        return Requirement(line, normalize(_name_from_url(s)), s, bool(_CUDA_PIN.search(s)))
     m = _REQ.match(s)
     if not m:
         return None
     rest = m.group("rest").split(";", 1)[0]
     return Requirement(line, normalize(m.group("name")), s, bool(_CUDA_PIN.search(rest)))
+
+
+def _name_from_url(spec: str) -> str:
+    """`...#egg=name`, a wheel's file name, or a repository's name (tiny-cuda-nn from its git URL)."""
+    egg = re.search(r"[#&]egg=([\w.-]+)", spec)
+    if egg:
+        return egg.group(1)
+    path = spec.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    last = path.rsplit("/", 1)[-1]
+    if last.endswith((".whl", ".tar.gz", ".zip")):
+        return last.split("-", 1)[0]
+    return last.split("@", 1)[0].removesuffix(".git")
 
 
 def _index_line(text: str, line: int) -> Requirement | None:

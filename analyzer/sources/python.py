@@ -29,6 +29,10 @@ _CAPABILITY = re.compile(
     r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
     r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
 )
+_INT_NAME = re.compile(
+    r"(?i)^(n|k|num\w*|n_\w+|\w*_?size|\w*_?dim|top_?k|\w*_len|\w*batch\w*|samples?|\w*groups?|\w*heads?"
+    r"|times|factor|repeat|n_?rep|\w*_count|count|\w*_num|\w*steps?|\w*width|\w*height|scale)$"
+)
 _TRAIN_NAME = re.compile(r"(?i)(^|_)(train|training)($|_)|^fit$")
 _OPTIMIZER_RECEIVER = re.compile(r"(?i)optim|opt$|scaler")
 _SETUP_KEYWORDS = frozenset({"install_requires", "extras_require", "setup_requires", "tests_require"})
@@ -45,6 +49,8 @@ _XLA_STEP_CALLS = frozenset({
 })
 
 NOT_LITERAL = object()
+# Kinds whose symbol is a qualified name (its first part is a top-level module).
+_NAME_KINDS = frozenset({"import", "call", "attribute", "decorator"})
 
 
 @dataclass(slots=True)
@@ -64,6 +70,7 @@ class Scope:
     candidates: list = field(default_factory=list)  # hits waiting for the scope's facts (within=)
     start: int = 0
     in_class: bool = False  # a method
+    owner: str = ""  # the enclosing class of a method
     kernel_hits: list = field(default_factory=list)  # decorator hits (Triton kernels) of this def
 
 
@@ -167,7 +174,8 @@ def _handler_names(handler: cst.ExceptHandler) -> set[str]:
     exprs = handler.type.elements if type(handler.type) is cst.Tuple else [handler.type]
     out = set()
     for e in exprs:
-        e = getattr(e, "value", e)
+        if isinstance(e, cst.Element):
+            e = e.value
         parts = dotted_parts(e)
         if parts:
             out.add(parts[-1])
@@ -181,9 +189,11 @@ def _only_reraises(handler: cst.ExceptHandler) -> bool:
 
 
 class PythonScanner(Walker):
-    def __init__(self, index: PyIndex, module_name: str, is_package: bool, collect_setup: bool) -> None:
+    def __init__(self, index: PyIndex, module_name: str, is_package: bool, collect_setup: bool,
+                 first_party: frozenset[str] = frozenset()) -> None:
         super().__init__()
         self.idx = index
+        self.first_party = first_party
         self.module_name = module_name
         self.is_package = is_package
         self.collect_setup = collect_setup
@@ -197,14 +207,22 @@ class PythonScanner(Walker):
         # Node ids with a role decided by a parent: not free references, callees, stores.
         self.nonref: set[int] = set()
         self.store: set[int] = set()
-        self.guard_blocks: dict[int, str] = {}  # id(block) -> "import" | "kernel" | "type"
-        self.guards: list[str] = []
+        # Guards: (kind, id of the owning `if` or 0, branch 0 = body / 1 = else); kind is "import"
+        # (only imports inside are optional), "kernel" (a GPU path with a PyTorch path beside it) or
+        # "type" (TYPE_CHECKING: never runs).
+        self.guard_blocks: dict[int, tuple[str, int, int]] = {}
+        self.guards: list[tuple[str, int, int]] = []
+        self.branch_hits: dict[int, tuple[list, list]] = {}  # GPU hits per branch of a capability `if`
+        self.discarded: set[int] = set()  # calls whose value is thrown away (expression statements)
+        self.compared: set[int] = set()  # references that are compared (`x.dtype == torch.float16`)
+        self.pending_triton = False
         self.quiet = 0  # inside an import statement: names there are not references
         self.pending_kernels: list[Hit] = []
         self.autotune_configs: int | None = None
         self.kernel_names: set[str] = set()
         self.launches: list[tuple[str, int, cst.CSTNode, str, bool]] = []
         self.elif_guards: set[int] = set()  # ids of elif branches entered under a guard
+        self._elif_owner: dict[int, tuple[str, int, int]] = {}
         self.rest_guards: set[int] = set()  # ids of `if <capability>: ... return` statements
         self.ifexp_arms: set[int] = set()  # ids of nodes inside the arms of a capability IfExp
         self.setup_strings: set[int] = set()
@@ -241,6 +259,8 @@ class PythonScanner(Walker):
             e[block] = self.enter_block
             lv[block] = self.leave_block
         e[cst.Lambda] = self.enter_lambda
+        e[cst.Expr] = self.enter_expr
+        e[cst.Comparison] = self.enter_comparison
         if collect_setup:
             e[cst.SimpleString] = self.enter_string
             e[cst.ConcatenatedString] = self.enter_string
@@ -305,16 +325,13 @@ class PythonScanner(Walker):
 
     # ------------------------------------------------------------------ guards
 
-    def guard_active(self) -> str | None:
-        return self.guards[-1] if self.guards else None
-
     def in_kernel_guard(self) -> bool:
-        return "kernel" in self.guards or any(s.guard_rest for s in self.scopes if s.kind == "function")
+        return any(g[0] == "kernel" for g in self.guards) or any(s.guard_rest for s in self.scopes if s.kind == "function")
 
     def enter_block(self, node: cst.CSTNode, line: int) -> None:
-        kind = self.guard_blocks.get(id(node))
-        if kind:
-            self.guards.append(kind)
+        guard = self.guard_blocks.get(id(node))
+        if guard:
+            self.guards.append(guard)
 
     def leave_block(self, node: cst.CSTNode, line: int) -> None:
         if id(node) in self.guard_blocks:
@@ -329,14 +346,19 @@ class PythonScanner(Walker):
             if names & _RUNTIME_ERRORS and not _only_reraises(h):
                 runtime_fallback = True
         if caught & _IMPORT_ERRORS:
-            self.guard_blocks[id(node.body)] = "kernel" if runtime_fallback else "import"
+            self.guard_blocks[id(node.body)] = ("kernel" if runtime_fallback else "import", 0, 0)
 
     def enter_if(self, node: cst.If, line: int) -> None:
+        if id(node) in self.elif_guards:
+            owner_guard = self._elif_owner.get(id(node))
+            if owner_guard:
+                self.guards.append(owner_guard)
         test = node.test
         parts = dotted_parts(test)
         if parts and parts[-1] == "TYPE_CHECKING":
-            self.guard_blocks[id(node.body)] = "type"
+            self.guard_blocks[id(node.body)] = ("type", 0, 0)
             return
+        self.check_tensor_control_flow(test, line, node)
         if type(test) is cst.Comparison and len(test.comparisons) == 1:
             left = dotted_parts(test.left)
             right = literal_value(test.comparisons[0].comparator)
@@ -347,14 +369,14 @@ class PythonScanner(Walker):
         ends_with_return = type(_last_stmt(node.body)) is cst.Return
         has_alternative = node.orelse is not None or ends_with_return
         kind = "kernel" if has_alternative else "import"
-        self.guard_blocks[id(node.body)] = kind
+        self.guard_blocks[id(node.body)] = (kind, id(node), 0)
         if node.orelse is not None:
             if type(node.orelse) is cst.If:
                 # An elif is entered as an If, not as a block: the guard spans the whole chain.
-                self.guards.append(kind)
                 self.elif_guards.add(id(node.orelse))
+                self._elif_owner[id(node.orelse)] = (kind, id(node), 1)
             else:
-                self.guard_blocks[id(node.orelse)] = kind
+                self.guard_blocks[id(node.orelse)] = (kind, id(node), 1)
         elif ends_with_return:
             self.rest_guards.add(id(node))
 
@@ -362,8 +384,14 @@ class PythonScanner(Walker):
         if id(node) in self.rest_guards and self.scope.kind == "function":
             # `if not x.is_cuda: return reference(x)`: what follows in the function is the kernel path.
             self.scope.guard_rest = True
-        if node.orelse is not None and id(node.orelse) in self.elif_guards:
+        if id(node) in self.elif_guards:
             self.guards.pop()
+        branches = self.branch_hits.pop(id(node), None)
+        if branches and branches[0] and branches[1]:
+            # GPU code on both sides (e.g. `if TRITON3: ... else: ...`) is a choice between two
+            # kernel paths, not a kernel path with a PyTorch fallback.
+            for hit in branches[0] + branches[1]:
+                hit.fallback = False
 
     def enter_ifexp(self, node: cst.IfExp, line: int) -> None:
         if is_capability_test(node.test):
@@ -372,18 +400,28 @@ class PythonScanner(Walker):
                 self.ifexp_arms.update(id(n) for n in iter_subtree(arm))
         self.check_tensor_control_flow(node.test, line, node)
 
-    def fallback_for(self, rule: Rule, guarded_binding: bool, node: cst.CSTNode | None = None) -> bool:
-        if not rule.fallback:
-            return False
-        if guarded_binding or self.in_kernel_guard():
-            return True
-        return node is not None and id(node) in self.ifexp_arms
-
     # ------------------------------------------------------------------ hits
 
     def add(self, rule: Rule, clause: Match, line: int, node: cst.CSTNode, symbol: str,
-            fallback: bool = False, details: dict | None = None) -> Hit:
+            guarded: bool = False, details: dict | None = None) -> Hit | None:
+        """Record a hit. `guarded`: it was reached through an optional import. Whether it is a
+        fallback also depends on the kernel-path guards around it."""
+        if clause.kind in _NAME_KINDS and symbol.split(".", 1)[0] in self.first_party:
+            return None  # the scanned project's own package, e.g. flash_attn inside flash-attn
+        owner = None
+        fallback = False
+        if rule.fallback:
+            kernel = [g for g in self.guards if g[0] == "kernel"]
+            if guarded:
+                fallback = True
+            elif kernel:
+                fallback = True
+                owner = kernel[-1]
+            elif self.in_kernel_guard() or id(node) in self.ifexp_arms:
+                fallback = True
         hit = Hit(rule, clause, line, node, symbol, self.scope_name(), fallback, details or {})
+        if owner is not None and owner[1]:
+            self.branch_hits.setdefault(owner[1], ([], []))[owner[2]].append(hit)
         if clause.within:
             self.scope.candidates.append(hit)
         elif clause.requires:
@@ -397,6 +435,8 @@ class PythonScanner(Walker):
             w = hit.clause.within
             if w == "train_step":
                 ok = scope.trains or bool(_TRAIN_NAME.search(scope.name))
+            elif w == "collate":  # a collate function, or a collator class's method
+                ok = scope.kind == "function" and ("collat" in scope.name.lower() or "collat" in scope.owner.lower())
             else:  # forward: a method named forward, what torch.compile traces
                 ok = scope.kind == "function" and scope.in_class and scope.name == "forward"
             if ok:
@@ -417,14 +457,16 @@ class PythonScanner(Walker):
 
     def import_guard(self) -> tuple[bool, bool]:
         """(guarded, type_only) for an import at the current position."""
-        type_only = "type" in self.guards
-        guarded = any(g in ("import", "kernel") for g in self.guards) or self.in_kernel_guard()
+        type_only = any(g[0] == "type" for g in self.guards)
+        guarded = any(g[0] == "import" for g in self.guards)
         return guarded, type_only
 
-    def match_import(self, module: str, line: int, node: cst.CSTNode, guarded: bool) -> None:
+    def match_import(self, module: str, line: int, node: cst.CSTNode, guarded: bool) -> bool:
+        matched = False
         for prefix, (rule, clause) in self.idx.imports:
             if module == prefix or module.startswith(prefix + "."):
-                self.add(rule, clause, line, node, module, fallback=rule.fallback and guarded)
+                matched = self.add(rule, clause, line, node, module, guarded) is not None or matched
+        return matched
 
     def enter_import(self, node: cst.Import, line: int) -> None:
         self.quiet += 1
@@ -452,7 +494,7 @@ class PythonScanner(Walker):
         names = node.names
         matched_module = False
         if type(names) is cst.ImportStar:
-            if not type_only:
+            if not type_only and not node.relative:
                 self.match_import(module, line, node, guarded)
             return
         for alias in names:
@@ -466,10 +508,9 @@ class PythonScanner(Walker):
                 continue
             if node.relative:
                 self.imports.add(full)  # `from . import x` may name a module
+                continue  # a relative import is the project's own code, never a GPU library
             if not matched_module:
-                before = len(self.hits) + len(self.deferred)
-                self.match_import(full, line, node, guarded)
-                matched_module = len(self.hits) + len(self.deferred) > before
+                matched_module = self.match_import(full, line, node, guarded)
 
     def leave_quiet(self, node: cst.CSTNode, line: int) -> None:
         self.quiet -= 1
@@ -483,9 +524,14 @@ class PythonScanner(Walker):
         if q is None:
             return
         self.mark_chain(target)
+        if q.startswith("triton."):
+            self.pending_triton = True
         for rule, clause in self.idx.decorators.lookup(q):
-            hit = self.add(rule, clause, line, node, q, self.fallback_for(rule, guarded))
-            self.pending_kernels.append(hit)
+            ok = self.args_match(expr, clause.args) if type(expr) is cst.Call else _bare_ok(clause.args)
+            if ok:
+                hit = self.add(rule, clause, line, node, q, guarded)
+                if hit is not None:
+                    self.pending_kernels.append(hit)
         if q == "triton.autotune" and type(expr) is cst.Call:
             configs = find_arg(expr, ArgCond(keyword="configs", position=0))
             if type(configs) in (cst.List, cst.Tuple):
@@ -496,19 +542,23 @@ class PythonScanner(Walker):
         name = node.name.value
         kernels, self.pending_kernels = self.pending_kernels, []
         autotune, self.autotune_configs = self.autotune_configs, None
-        if kernels:
+        if self.pending_triton:
             self.kernel_names.add(name)
+            self.pending_triton = False
+        if kernels:
             for hit in kernels:
                 hit.details["kernel"] = name
                 if autotune is not None:
                     hit.details["autotune_configs"] = autotune
         in_class = self.scope.kind == "class"
+        owner = self.scope.name if in_class else ""
         self.bind(name, Binding(None))
-        self.scopes.append(Scope("function", name, start=line, in_class=in_class, kernel_hits=kernels))
+        self.scopes.append(Scope("function", name, start=line, in_class=in_class, owner=owner, kernel_hits=kernels))
 
     def enter_class(self, node: cst.ClassDef, line: int) -> None:
         self.nonref.add(id(node.name))
         self.pending_kernels = []
+        self.pending_triton = False
         self.bind(node.name.value, Binding(None))
         self.scopes.append(Scope("class", node.name.value, start=line))
 
@@ -584,7 +634,7 @@ class PythonScanner(Walker):
             return
         if any(re.fullmatch(r"cuda(:\d+)?", v) for v in string_shapes(value)):
             for rule, clause in entries:
-                self.add(rule, clause, line, value, _short_code(value), False)
+                self.add(rule, clause, line, value, _short_code(value))
 
     def leave_ann_assign(self, node: cst.AnnAssign, line: int) -> None:
         self.bind_local(node.target, node.value)
@@ -637,9 +687,11 @@ class PythonScanner(Walker):
             return
         is_store = id(node) in self.store
         for rule, clause in self.idx.attributes.lookup(q):
-            if clause.context == "store" and not is_store or clause.context == "load" and is_store:
+            if clause.context == "store" and not is_store:
                 continue
-            self.add(rule, clause, line, node, q, self.fallback_for(rule, guarded, node))
+            if clause.context == "load" and (is_store or id(node) in self.compared):
+                continue  # testing a dtype or device is not using it
+            self.add(rule, clause, line, node, q, guarded)
 
     # ------------------------------------------------------------------ calls
 
@@ -658,13 +710,13 @@ class PythonScanner(Walker):
             self.mark_chain(func)
         if q is not None:
             for rule, clause in self.idx.calls.lookup(q):
-                if self.args_match(node, clause.args):
-                    self.add(rule, clause, line, node, q, self.fallback_for(rule, guarded, node))
+                if self.args_match(node, clause.args) and self.use_ok(node, clause):
+                    self.add(rule, clause, line, node, q, guarded)
             if q in _IMPORT_CALLS and node.args:
                 mod = literal_value(node.args[0].value)
                 if isinstance(mod, str):
                     self.imports.add(mod)
-                    self.match_import(mod, line, node, guarded or bool(self.guards) or self.in_kernel_guard())
+                    self.match_import(mod, line, node, guarded or self.import_guard()[0])
             elif q in _ENV_CALLS and node.args:
                 self.check_environ(node.args[0].value, line, node)
             elif q == "os.environ.update" and node.args and type(node.args[0].value) is cst.Dict:
@@ -694,11 +746,13 @@ class PythonScanner(Walker):
             entries = self.idx.methods.get(method)
             if entries:
                 for rule, clause in entries:
-                    if self.args_match(node, clause.args):
-                        self.add(rule, clause, line, node, f".{method}()", self.fallback_for(rule, False, node))
+                    if self.args_match(node, clause.args) and self.use_ok(node, clause):
+                        self.add(rule, clause, line, node, f".{method}()")
         elif ftype is cst.Subscript and "triton_launch" in self.idx.patterns:
             parts = dotted_parts(func.value)
-            if parts:
+            index = func.slice[0].slice if len(func.slice) == 1 else None
+            keyed = type(index) is cst.Index and isinstance(literal_value(index.value), str)
+            if parts and not keyed:  # `kernels["rms"](x)` looks a kernel up; `k[grid](x)` launches one
                 guarded = self.in_kernel_guard() or id(node) in self.ifexp_arms
                 self.launches.append((parts[-1], line, node, self.scope_name(), guarded))
         if self.idx.keywords:
@@ -738,7 +792,45 @@ class PythonScanner(Walker):
                 q, _ = self.resolve(value)
                 if q is None or not _name_in(q, cond.names):
                     return False
+            if cond.string is not None and cond.string != bool(string_shapes(value)):
+                return False
+            if cond.maybe_none is not None and cond.maybe_none != _maybe_none(value):
+                return False
+            if cond.int_like is not None and cond.int_like != self.int_like(value):
+                return False
         return True
+
+    def int_like(self, value: cst.CSTNode) -> bool:
+        """A Python int rather than a tensor, judged from the expression: a literal, a shape or
+        size, len(), or a count-like name (`num_heads`, `batch_size`, `self.n_rep`, `top_k`)."""
+        t = type(value)
+        lit = literal_value(value)
+        if lit is not NOT_LITERAL:
+            return isinstance(lit, int)
+        if t is cst.BinaryOperation:
+            return self.int_like(value.left) and self.int_like(value.right)
+        if t is cst.UnaryOperation:
+            return self.int_like(value.expression)
+        if t is cst.Subscript:
+            parts = dotted_parts(value.value)
+            return bool(parts) and parts[-1] == "shape"
+        if t is cst.Call:
+            q, _ = self.resolve(value.func) if type(value.func) in (cst.Name, cst.Attribute) else (None, False)
+            if q in ("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"):
+                return True
+            return type(value.func) is cst.Attribute and value.func.attr.value in ("size", "dim", "numel", "item", "ndimension")
+        parts = dotted_parts(value)
+        return bool(parts) and bool(_INT_NAME.search(parts[-1]))
+
+    def use_ok(self, call: cst.Call, clause: Match) -> bool:
+        return clause.result_used is None or clause.result_used == (id(call) not in self.discarded)
+
+    def enter_expr(self, node: cst.Expr, line: int) -> None:
+        self.discarded.add(id(node.value))
+
+    def enter_comparison(self, node: cst.Comparison, line: int) -> None:
+        if self.idx.attributes:
+            self.compared.update(id(n) for n in iter_subtree(node) if type(n) in (cst.Attribute, cst.Name))
 
     def match_keywords(self, node: cst.Call, callee: str | None, line: int) -> None:
         method = node.func.attr.value if type(node.func) is cst.Attribute and callee is None else None
@@ -751,9 +843,13 @@ class PythonScanner(Walker):
             for rule, clause in entries:
                 if clause.calls and not _callee_in(callee, method, clause.calls):
                     continue
+                if clause.exclude_calls and _callee_in(callee, method, clause.exclude_calls):
+                    continue
+                if clause.args and not self.args_match(node, clause.args):
+                    continue
                 if self.keyword_value_matches(arg.value, clause):
                     sym = f"{arg.keyword.value}={_short_code(arg.value)}"
-                    self.add(rule, clause, line, node, sym, self.fallback_for(rule, False, node))
+                    self.add(rule, clause, line, node, sym)
 
     def keyword_value_matches(self, value: cst.CSTNode, clause: Match) -> bool:
         lit = literal_value(value)
@@ -801,7 +897,7 @@ class PythonScanner(Walker):
         if type(sl) is not cst.Index or not self.looks_boolean(sl.value):
             return
         for rule, clause in entries:
-            self.add(rule, clause, line, node, _short_code(node), False)
+            self.add(rule, clause, line, node, _short_code(node))
 
     def looks_boolean(self, expr: cst.CSTNode) -> bool:
         t = type(expr)
@@ -830,7 +926,7 @@ class PythonScanner(Walker):
         if culprit is None:
             return
         for rule, clause in entries:
-            self.add(rule, clause, line, test, culprit, False)
+            self.add(rule, clause, line, test, culprit)
 
     def tensor_value_read(self, expr: cst.CSTNode) -> str | None:
         """A call in `expr` that reads a tensor's value into Python, e.g. `(x > 0).any()`."""
@@ -891,6 +987,19 @@ def find_arg(call: cst.Call, cond: ArgCond) -> cst.CSTNode | None:
     return None
 
 
+def _bare_ok(conds: tuple[ArgCond, ...]) -> bool:
+    """A bare decorator (`@torch.compile`) is a call without arguments."""
+    return all(c.missing is True for c in conds)
+
+
+def _maybe_none(value: cst.CSTNode) -> bool:
+    if literal_value(value) is None:
+        return True
+    if type(value) is cst.IfExp:
+        return _maybe_none(value.body) or _maybe_none(value.orelse)
+    return False
+
+
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
@@ -921,6 +1030,16 @@ def _pattern_matches(pattern: str, value: cst.CSTNode) -> bool:
         return True
     if type(value) in (cst.List, cst.Tuple, cst.Set):
         return any(_pattern_matches(pattern, el.value) for el in value.elements)
+    if type(value) is cst.Dict:  # `extra_compile_args={"nvcc": [...]}`
+        return any(
+            _pattern_matches(pattern, el.key) or _pattern_matches(pattern, el.value)
+            for el in value.elements if type(el) is cst.DictElement
+        )
+    if type(value) is cst.Call and dotted_parts(value.func) == ["dict"]:  # `dict(nvcc=[...])`
+        return any(
+            (a.keyword is not None and re.fullmatch(pattern, a.keyword.value)) or _pattern_matches(pattern, a.value)
+            for a in value.args
+        )
     return False
 
 
@@ -946,6 +1065,10 @@ _WS = re.compile(r"\s+")
 
 
 def _short_code(node: cst.CSTNode, limit: int = 60) -> str:
+    if getattr(node, "lpar", None):
+        node = node.with_changes(lpar=(), rpar=())  # `(\n x.cuda()\n)` reads as `x.cuda()`
+    if getattr(node, "leading_lines", None):
+        node = node.with_changes(leading_lines=())  # a decorator's comment lines above it
     try:
         code = cst.Module([]).code_for_node(node)
     except Exception:  # noqa: BLE001
@@ -961,8 +1084,8 @@ def snippet_of(node: cst.CSTNode) -> str:
 
 
 def scan_module(module: cst.Module, index: PyIndex, module_name: str = "", is_package: bool = False,
-                collect_setup: bool = False) -> PyResult:
-    scanner = PythonScanner(index, module_name, is_package, collect_setup)
+                collect_setup: bool = False, first_party: frozenset[str] = frozenset()) -> PyResult:
+    scanner = PythonScanner(index, module_name, is_package, collect_setup, first_party)
     scanner.walk(module)
     scanner.finish()
     return PyResult(scanner.hits, sorted(scanner.imports), scanner.main_guard, scanner.trains,
