@@ -1,0 +1,84 @@
+"""Which files are scanned: .gitignore (nested, negated), default and user excludes, symlinks."""
+
+from __future__ import annotations
+
+import os
+
+from neuron_ready.discover import discover
+
+
+def _touch(root, rel, text="x = 1\n"):
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def _rels(found):
+    return [j.rel for j in found.jobs]
+
+
+def test_gitignore_nested_and_negated(tmp_path):
+    _touch(tmp_path, ".gitignore", "*.log\ngenerated/\nsecret_*.py\n")
+    _touch(tmp_path, "a.py")
+    _touch(tmp_path, "generated/g.py")
+    _touch(tmp_path, "secret_x.py")
+    _touch(tmp_path, "sub/.gitignore", "!secret_keep.py\nlocal.py\n")
+    _touch(tmp_path, "sub/secret_keep.py")
+    _touch(tmp_path, "sub/local.py")
+    _touch(tmp_path, "sub/ok.py")
+    assert _rels(discover(tmp_path)) == ["a.py", "sub/ok.py", "sub/secret_keep.py"]
+    assert "generated/g.py" in _rels(discover(tmp_path, use_gitignore=False))
+
+
+def test_default_excludes_virtualenvs_and_user_globs(tmp_path):
+    for rel in ["keep.py", ".git/hooks/x.py", "node_modules/m.py", "build/b.py", "dist/d.py",
+                "pkg.egg-info/p.py", "__pycache__/c.py", "myenv/lib/site.py", "third_party/t.py", "docs/conf.py"]:
+        _touch(tmp_path, rel)
+    _touch(tmp_path, "myenv/pyvenv.cfg", "home = /usr\n")
+    assert _rels(discover(tmp_path, excludes=["third_party/", "docs/*.py"])) == ["keep.py"]
+
+
+def test_file_kinds(tmp_path):
+    for rel in ["a.py", "n.ipynb", "k.cu", "h.cuh", "x.cpp", "CMakeLists.txt", "cmake/cuda.cmake",
+                "requirements.txt", "requirements/dev.txt", "environment.yml", "Pipfile", "setup.cfg",
+                "pyproject.toml", "README.md", "data.csv", "img.png"]:
+        _touch(tmp_path, rel)
+    kinds = {j.rel: j.kind for j in discover(tmp_path).jobs}
+    assert kinds == {
+        "a.py": "python", "n.ipynb": "notebook", "k.cu": "native", "h.cuh": "native", "x.cpp": "native",
+        "CMakeLists.txt": "cmake", "cmake/cuda.cmake": "cmake", "requirements.txt": "deps",
+        "requirements/dev.txt": "deps", "environment.yml": "deps", "Pipfile": "deps", "setup.cfg": "deps",
+        "pyproject.toml": "deps",
+    }
+
+
+def test_symlinks_are_never_followed(tmp_path):
+    root = tmp_path / "repo"
+    _touch(root, "real/mod.py")
+    outside = _touch(tmp_path, "outside/evil.py")
+    os.symlink(outside, root / "link_out.py")
+    os.symlink(tmp_path / "outside", root / "dir_out")
+    os.symlink(root / "real", root / "alias")  # inside: scanned once, where it lives
+    os.symlink(root / "loop_b", root / "loop_a")
+    os.symlink(root / "loop_a", root / "loop_b")
+    os.symlink(root, root / "real" / "up")  # a directory loop
+    os.symlink(root / "missing.py", root / "dangling.py")
+    found = discover(root)
+    assert _rels(found) == ["real/mod.py"]
+    diags = {d.path: d.message for d in found.diagnostics}
+    assert "outside the scanned tree" in diags["link_out.py"]
+    assert "outside the scanned tree" in diags["dir_out"]
+    assert "loop" in diags["loop_a"] and "loop" in diags["loop_b"]
+    assert "broken" in diags["dangling.py"]
+    assert "alias" not in diags and "real/up" not in diags
+
+
+def test_order_does_not_depend_on_creation_order(tmp_path):
+    names = [f"m{i}.py" for i in range(30)]
+    a, b = tmp_path / "a", tmp_path / "b"
+    for n in names:
+        _touch(a, n)
+    for n in reversed(names):
+        _touch(b, n)
+    assert _rels(discover(a)) == _rels(discover(b)) == sorted(names)

@@ -1,0 +1,62 @@
+"""The real wheel, installed in a fresh virtual environment, run from another directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
+        check=True, timeout=600,
+    )
+    (whl,) = out.glob("neuron_ready-*.whl")
+    return whl
+
+
+def test_wheel_ships_the_catalog(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "neuron_ready/cli/__init__.py" in names
+    assert "neuron_ready/rules/device.toml" in names
+    assert "neuron_ready/rules/__init__.py" in names
+    assert not any(n.startswith(("tests/", "fixtures/", "analyzer/")) for n in names)
+
+
+@pytest.mark.slow
+def test_wheel_in_fresh_venv_scans_from_another_directory(wheel, tmp_path, fixtures):
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    py = env_dir / "bin" / "python"
+    # Dependencies come from the package index (or the local wheel cache); the project itself from the wheel.
+    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=900)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    repo = work / "repo"
+    shutil.copytree(fixtures / "cuda_extension", repo)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    exe = env_dir / "bin" / "neuron-ready"
+    r = subprocess.run([str(exe), "scan", "repo", "--format", "json"], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["summary"]["effort"]["class"] == "month-plus"
+    assert {f["category"] for f in report["findings"]} >= {"custom-cuda", "triton"}
+    r = subprocess.run([str(exe), "rules", "NR1001"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "NR1001" in r.stdout
+    # the installed package is the wheel's, not this checkout's
+    where = subprocess.run([str(py), "-c", "import neuron_ready, sys; print(neuron_ready.__file__)"],
+                           cwd=work, env=env, capture_output=True, text=True, check=True).stdout
+    assert str(env_dir) in where
