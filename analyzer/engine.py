@@ -1,17 +1,20 @@
-"""The scan pipeline: settings -> discover -> scan every file -> findings -> tasks and estimate -> Report."""
+"""The scan pipeline: settings -> discover -> scan every file -> report.
+
+`scan_files` turns jobs into FileResults (the unit that is parallelised and cached);
+report.build_report turns results into findings, tasks, the estimate and the Report.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
-from . import __version__
 from .catalog import Catalog, load_catalog
 from .config import Settings
 from .discover import Discovery, discover, explicit_files
-from .effort import estimate
-from .model import Diagnostic, Finding, Report
-from .sources import FileResult, ScanContext, scan_file
+from .model import Report
+from .report import build_report
+from .sources import FileJob, FileResult, ScanContext, scan_file
 
 
 @dataclass
@@ -36,14 +39,14 @@ def find_files(settings: Settings) -> Discovery:
         prefix = os.path.relpath(os.path.abspath(d), root).replace(os.sep, "/")
         for job in sub.jobs:
             rel = job.rel if prefix == "." else f"{prefix}/{job.rel}"
-            found.jobs.append(type(job)(job.path, rel, job.kind))
+            found.jobs.append(FileJob(job.path, rel, job.kind))
         found.diagnostics.extend(sub.diagnostics)
     unique = {j.rel: j for j in found.jobs}
     found.jobs = [unique[k] for k in sorted(unique)]
     return found
 
 
-def first_party_packages(jobs) -> frozenset[str]:
+def first_party_packages(jobs: list[FileJob]) -> frozenset[str]:
     """Top-level packages and modules of the scanned project itself (src/ layouts included).
 
     A GPU library's own source tree imports itself everywhere; those imports are its code, not a
@@ -61,38 +64,25 @@ def first_party_packages(jobs) -> frozenset[str]:
     return frozenset(roots)
 
 
-def display_root(settings: Settings) -> str:
-    """The root as the user named it, relative to the working directory when inside it."""
-    root = os.path.abspath(settings.root)
-    rel = os.path.relpath(root)
-    return (rel if not rel.startswith("..") else root).replace(os.sep, "/")
-
-
-def run_scan(settings: Settings, catalog: Catalog | None = None) -> ScanOutcome:
-    catalog = catalog if catalog is not None else active_catalog(settings)
-    found = find_files(settings)
-    ctx = ScanContext(
+def make_context(settings: Settings, catalog: Catalog, found: Discovery) -> ScanContext:
+    return ScanContext(
         catalog=catalog,
         target=settings.target,
         max_file_size=settings.max_file_size,
         per_path_ignores=tuple((p, tuple(s)) for p, s in sorted(settings.per_path_ignores.items())),
         first_party=first_party_packages(found.jobs),
     )
-    results = [scan_file(job, ctx) for job in found.jobs]
-    findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
-    diagnostics: list[Diagnostic] = sorted(
-        found.diagnostics + [d for r in results for d in r.diagnostics], key=Diagnostic.sort_key
-    )
-    tasks, est = estimate(findings, catalog)
-    report = Report(
-        tool_version=__version__,
-        target=settings.target,
-        root=display_root(settings),
-        files_scanned=len(found.jobs),
-        findings=findings,
-        diagnostics=diagnostics,
-        tasks=tasks,
-        estimate=est,
-        suppressed=sum(r.suppressed for r in results),
-    )
+
+
+def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings) -> list[FileResult]:
+    """One FileResult per job, in job order."""
+    return [scan_file(job, ctx) for job in jobs]
+
+
+def run_scan(settings: Settings, catalog: Catalog | None = None) -> ScanOutcome:
+    catalog = catalog if catalog is not None else active_catalog(settings)
+    found = find_files(settings)
+    ctx = make_context(settings, catalog, found)
+    results = scan_files(found.jobs, ctx, settings)
+    report = build_report(settings, catalog, found, results)
     return ScanOutcome(report, results, catalog)
