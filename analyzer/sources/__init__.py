@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -105,14 +106,21 @@ class _Skip(Exception):
         self.line = line
 
 
-def read_text(job: FileJob, max_size: int) -> str:
-    try:
-        with open(job.path, "rb") as fh:
-            data = fh.read(max_size + 1)
-    except IsADirectoryError:
-        raise _Skip("unreadable", "is a directory") from None
-    except OSError as e:
-        raise _Skip("unreadable", f"cannot read: {e.strerror or e}") from None
+def read_bytes(path: str, max_size: int) -> bytes:
+    """The bytes a scan reads: at most max_size + 1 (enough to tell that a file is too large).
+    The engine hashes exactly these for the cache key. Raises OSError."""
+    with open(path, "rb") as fh:
+        return fh.read(max_size + 1)
+
+
+def read_text(job: FileJob, max_size: int, data: bytes | None = None) -> str:
+    if data is None:
+        try:
+            data = read_bytes(job.path, max_size)
+        except IsADirectoryError:
+            raise _Skip("unreadable", "is a directory") from None
+        except OSError as e:
+            raise _Skip("unreadable", f"cannot read: {e.strerror or e}") from None
     if len(data) > max_size:
         raise _Skip("too-large", f"larger than the {_mib(max_size)} limit (raise max-file-size to scan it)")
     if b"\0" in data:
@@ -216,8 +224,31 @@ class Unparseable(Exception):
         self.raw_line = line
 
 
+def _validation_only(method) -> bool:
+    code = getattr(method, "__code__", None)
+    return code is not None and code.co_names == ("_validate",)
+
+
+# libcst runs every node's _validate() as the node is constructed, also for the nodes its own
+# parser builds: a check meant for hand-built trees (libcst's source says so) that costs a seventh
+# of a scan, and on some valid code rejects what the parser accepted (LibCST#1061). Our parses skip
+# it, as long as libcst's __post_init__ does nothing but validate.
+_POST_INIT = cst.CSTNode.__post_init__
+_SKIP_VALIDATION = _validation_only(_POST_INIT)
+
+
+def _no_validation(self) -> None:
+    pass
+
+
 def parse_module(text: str) -> cst.Module:
     try:
+        if _SKIP_VALIDATION:
+            cst.CSTNode.__post_init__ = _no_validation
+            try:
+                return cst.parse_module(text)
+            finally:
+                cst.CSTNode.__post_init__ = _POST_INIT
         return cst.parse_module(text)
     except cst.ParserSyntaxError as e:
         raise Unparseable(str(e.message), e.raw_line) from None
@@ -234,17 +265,14 @@ def nesting_risk(text: str) -> bool:
     would take the whole process down; CPython's own parser rejects it quickly. Cheap checks first:
     a very long line, or brackets nested more than 100 deep.
     """
-    if re.search(r"[^\n]{4000}", text):
+    if len(text) >= 4000 and max(map(len, text.split("\n"))) >= 4000:
         return True
-    depth = peak = 0
-    for ch in re.sub(r"[^()\[\]{}]+", "", text):
-        if ch in "([{":
-            depth += 1
-            if depth > peak:
-                peak = depth
-        else:
-            depth -= 1
-    return peak > 100
+    brackets = _NOT_BRACKET.sub("", text)
+    return max(itertools.accumulate(map(_BRACKET_DEPTH.__getitem__, brackets)), default=0) > 100
+
+
+_NOT_BRACKET = re.compile(r"[^()\[\]{}]+")
+_BRACKET_DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
 def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool):
@@ -417,10 +445,11 @@ _HANDLERS = {
 }
 
 
-def scan_file(job: FileJob, ctx: ScanContext) -> FileResult:
+def scan_file(job: FileJob, ctx: ScanContext, data: bytes | None = None) -> FileResult:
+    """`data`: the file's bytes when the caller has read them already (see read_bytes)."""
     result = FileResult(job.rel, job.kind)
     try:
-        text = read_text(job, ctx.max_file_size)
+        text = read_text(job, ctx.max_file_size, data)
         _HANDLERS[job.kind](job, text, ctx, result)
     except _Skip as s:
         result.diagnostics.append(Diagnostic(job.rel, s.kind, s.message, s.line))

@@ -59,7 +59,34 @@ _Newline = cst.Newline
 _SimpleString = cst.SimpleString
 _FStringText = cst.FormattedStringText
 _Whitespace = cst.SimpleWhitespace
+_Name = cst.Name
 _CSTNode = cst.CSTNode
+_IS_NODE: dict[type, bool] = {}  # isinstance on libcst's ABC is slow; decided once per class
+
+
+def _is_node(cls: type) -> bool:
+    answer = _IS_NODE[cls] = issubclass(cls, _CSTNode)
+    return answer
+
+
+def is_node_type(cls: type) -> bool:
+    """issubclass(cls, CSTNode), fast."""
+    answer = _IS_NODE.get(cls)
+    return _is_node(cls) if answer is None else answer
+
+
+# Per node class: (its child fields in source order, how many come before it is entered).
+_PLANS: dict[type, tuple[tuple[str, ...], int]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, ...], int]:
+    order = field_order(cls)
+    leading = _LEADING_BY_CLASS.get(cls, LEADING_FIELDS)
+    n = 0
+    while n < len(order) and order[n] in leading:
+        n += 1
+    plan = _PLANS[cls] = (order, n)
+    return plan
 
 
 class Walker:
@@ -81,32 +108,46 @@ class Walker:
             self.line += 1
             return
         if t is _Whitespace:
-            v = node.value
-            if "\\" in v:  # a backslash continuation
-                self.line += v.count("\n")
+            if "\\" in node.value:  # a backslash continuation
+                self.line += node.value.count("\n")
             return
-        # A string's own newlines come after its first token: counted once the node is entered.
-        pending = node.value.count("\n") if t is _SimpleString or t is _FStringText else 0
         on_enter = self.enter.get(t)
-        entered = False
-        leading = _LEADING_BY_CLASS.get(t, LEADING_FIELDS)
-        walk = self.walk
-        for name in field_order(t):
-            if not entered and name not in leading:
-                if on_enter is not None:
-                    on_enter(node, self.line)
-                self.line += pending
-                entered = True
-            value = getattr(node, name)
-            if isinstance(value, _CSTNode):
-                walk(value)
-            elif type(value) is list or type(value) is tuple:
-                for child in value:
-                    walk(child)
-        if not entered:
+        if t is _Name and not node.lpar and not node.rpar:  # a quarter of all nodes: no children
             if on_enter is not None:
                 on_enter(node, self.line)
-            self.line += pending
+            on_leave = self.leave.get(t)
+            if on_leave is not None:
+                on_leave(node, self.line)
+            return
+        fields, head = _PLANS.get(t) or _plan(t)
+        walk = self.walk
+        i = 0
+        for name in fields:
+            if i == head:
+                if on_enter is not None:
+                    on_enter(node, self.line)
+                if t is _SimpleString or t is _FStringText:
+                    self.line += node.value.count("\n")  # a string's newlines come after its first token
+            i += 1
+            # Fields hold a node, a sequence of nodes, None or a sentinel. The commonest leaves
+            # (whitespace, newlines, absent fields) are handled here without a call.
+            value = getattr(node, name)
+            tv = type(value)
+            if tv is _Whitespace:
+                if "\\" in value.value:
+                    self.line += value.value.count("\n")
+            elif tv is list or tv is tuple:
+                for child in value:
+                    walk(child)
+            elif tv is _Newline:
+                self.line += 1
+            elif value is not None and (_IS_NODE.get(tv) or _is_node(tv)):
+                walk(value)
+        if i == head:  # no fields after the leading ones
+            if on_enter is not None:
+                on_enter(node, self.line)
+            if t is _SimpleString or t is _FStringText:
+                self.line += node.value.count("\n")
         on_leave = self.leave.get(t)
         if on_leave is not None:
             on_leave(node, self.line)

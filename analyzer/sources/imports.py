@@ -13,6 +13,7 @@ _FROM = re.compile(r"^[ \t]*from[ \t]+(?P<dots>\.*)(?P<mod>[\w.]*)[ \t]+import[ 
 _TRIPLE = re.compile(r"(\"\"\"|''')")
 _MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
 _TRAINS = re.compile(r"\.backward\(|\boptimizer\.step\(|\bTrainer\(|\.fit\(|\btraining_step\b")
+_TRAINS_TRIGGERS = (".backward(", "optimizer.step(", "Trainer(", ".fit(", "training_step")  # 20x faster first
 
 
 def _code_only(text: str) -> str:
@@ -67,5 +68,5 @@ def python_facts(text: str, module_name: str, is_package: bool) -> dict:
     return {
         "imports": sorted(imports),
         "main_guard": bool(_MAIN.search(code)),
-        "trains": bool(_TRAINS.search(code)),
+        "trains": any(t in code for t in _TRAINS_TRIGGERS) and bool(_TRAINS.search(code)),
     }

@@ -19,16 +19,18 @@ class NameTable:
     def __init__(self) -> None:
         self.exact: dict[str, list[Entry]] = {}
         self.globs: list[tuple[re.Pattern, Entry]] = []
+        self.prefixes: tuple[str, ...] = ()  # the literal starts of the globs: most names have none
 
     def add(self, name: str, entry: Entry) -> None:
         if any(ch in name for ch in "*?["):
             self.globs.append((re.compile(fnmatch.translate(name)), entry))
+            self.prefixes += (re.split(r"[*?\[]", name, maxsplit=1)[0],)
         else:
             self.exact.setdefault(name, []).append(entry)
 
     def lookup(self, name: str) -> list[Entry]:
         hits = self.exact.get(name, [])
-        if self.globs:
+        if self.globs and name.startswith(self.prefixes):
             extra = [e for rx, e in self.globs if rx.match(name)]
             if extra:
                 return hits + extra

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..catalog import ArgCond, Match, Rule
-from .cstwalk import Walker, field_order
+from .cstwalk import Walker, field_order, is_node_type
 from .pyindex import PyIndex
 
 _BUILTINS = frozenset(dir(builtins))
@@ -138,10 +138,11 @@ def iter_subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield n
         for name in reversed(field_order(type(n))):
             v = getattr(n, name)
-            if isinstance(v, cst.CSTNode):
+            tv = type(v)
+            if tv is list or tv is tuple:
+                stack.extend(reversed([x for x in v if is_node_type(type(x))]))
+            elif v is not None and is_node_type(tv):
                 stack.append(v)
-            elif type(v) in (list, tuple):
-                stack.extend(reversed([x for x in v if isinstance(x, cst.CSTNode)]))
 
 
 def _last_stmt(block: cst.CSTNode) -> cst.CSTNode | None:
