@@ -261,4 +261,7 @@ def load_settings(root: Path, config: Path | None = None, isolated: bool = False
     env_jobs = os.environ.get("NEURON_READY_JOBS")
     if env_jobs and env_jobs.isdigit():
         settings.jobs = int(env_jobs)
+    env_cache = os.environ.get("NEURON_READY_CACHE_DIR")
+    if env_cache:
+        settings.cache_dir = Path(env_cache)
     return settings

@@ -14,7 +14,10 @@ from .config import Settings
 from .discover import Discovery, discover, explicit_files
 from .model import Report
 from .report import build_report
-from .sources import FileJob, FileResult, ScanContext, scan_file
+from .cache import Keys, ResultCache, decode_result, default_dir, encode_result
+from .progress import Progress
+from .sources import FileJob, FileResult, ScanContext, read_bytes, scan_file
+from .workers import ENV_ISOLATE, Task, gc_tuned, run_supervised
 
 
 @dataclass
@@ -22,6 +25,7 @@ class ScanOutcome:
     report: Report
     results: list[FileResult] = field(default_factory=list)
     catalog: Catalog | None = None
+    stats: ScanStats | None = None
 
 
 def active_catalog(settings: Settings) -> Catalog:
@@ -74,15 +78,88 @@ def make_context(settings: Settings, catalog: Catalog, found: Discovery) -> Scan
     )
 
 
-def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings) -> list[FileResult]:
-    """One FileResult per job, in job order."""
-    return [scan_file(job, ctx) for job in jobs]
+@dataclass
+class ScanStats:
+    """How a scan got its results (not part of the report: it differs between cold and warm runs)."""
+
+    files: int = 0
+    cached: int = 0  # results read from the cache
+    scanned: int = 0  # files read and analysed in this run
+    workers: int = 0  # worker processes used (0: in this process)
+    cache_dir: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
-def run_scan(settings: Settings, catalog: Catalog | None = None) -> ScanOutcome:
+def worker_count(settings: Settings) -> int:
+    """0 = scan in this process (--jobs 1, unless NEURON_READY_ISOLATE=1); else supervised workers."""
+    if settings.jobs == 1 and os.environ.get(ENV_ISOLATE) != "1":
+        return 0
+    if settings.jobs >= 1:
+        return settings.jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
+               progress: Progress | None = None, stats: ScanStats | None = None) -> list[FileResult]:
+    """One FileResult per job, in job order: from the cache when nothing the result depends on has
+    changed, otherwise scanned. Every result passes through the cache's encoding, so a report is
+    the same byte for byte whether it came from the cache, this process or a worker."""
+    progress = progress if progress is not None else Progress()
+    stats = stats if stats is not None else ScanStats()
+    cache = ResultCache(default_dir(settings)) if settings.cache else None
+    keys = Keys(ctx) if cache is not None else None
+    workers = worker_count(settings)
+    results: list[FileResult | None] = [None] * len(jobs)
+    todo: list[Task] = []
+
+    def done(task: Task, key: str | None, payload: bytes) -> None:
+        result = results[task.index] = decode_result(payload)
+        if cache is not None and key is not None:
+            cache.put(key, payload)
+        progress.advance(len(result.findings))
+
+    progress.start(len(jobs))
+    with gc_tuned():
+        for i, job in enumerate(jobs):
+            data = None
+            try:
+                data = read_bytes(job.path, ctx.max_file_size) if cache is not None or not workers else None
+                size = len(data) if data is not None else os.path.getsize(job.path)
+            except OSError:
+                size = 0  # the scan reports why it cannot read it
+            key = keys.key(job, data) if keys is not None and data is not None else None
+            hit = cache.get(key, job.rel) if cache is not None and key is not None else None
+            if hit is not None:
+                results[i] = hit
+                progress.advance(len(hit.findings))
+            elif workers:
+                todo.append(Task(i, job, size))
+            else:  # in this process, from the bytes just read
+                done(Task(i, job, size), key, encode_result(scan_file(job, ctx, data)))
+                stats.scanned += 1
+        stats.workers = min(workers, len(todo))
+        if todo:
+            run_supervised(todo, ctx, keys, stats.workers, done, progress.tick)
+    stats.files, stats.scanned = len(jobs), stats.scanned + len(todo)
+    stats.cached = len(jobs) - stats.scanned
+    if cache is not None:
+        stats.cache_dir = str(cache.dir)
+        if cache.error:
+            stats.warnings.append(cache.error)
+    missing = [jobs[i].rel for i, r in enumerate(results) if r is None]
+    if missing:
+        raise RuntimeError(f"no result for {missing[0]}")
+    return results  # type: ignore[return-value]
+
+
+def run_scan(settings: Settings, catalog: Catalog | None = None, progress: Progress | None = None) -> ScanOutcome:
     catalog = catalog if catalog is not None else active_catalog(settings)
     found = find_files(settings)
     ctx = make_context(settings, catalog, found)
-    results = scan_files(found.jobs, ctx, settings)
+    stats = ScanStats()
+    results = scan_files(found.jobs, ctx, settings, progress, stats)
     report = build_report(settings, catalog, found, results)
-    return ScanOutcome(report, results, catalog)
+    return ScanOutcome(report, results, catalog, stats)

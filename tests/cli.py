@@ -16,7 +16,8 @@ class Run:
     err: str
 
 
-def run_cli(*args: str, cwd: Path | str | None = None, env: dict | None = None, timeout: int = 300) -> Run:
+def run_cli(*args: str, cwd: Path | str | None = None, env: dict | None = None, timeout: int = 300,
+            preexec_fn=None) -> Run:
     full_env = dict(os.environ)
     full_env.pop("NEURON_READY_DEBUG", None)
     full_env.setdefault("NEURON_READY_CACHE_DIR", str(Path(cwd or ".").resolve() / ".nr-test-cache"))
@@ -24,6 +25,6 @@ def run_cli(*args: str, cwd: Path | str | None = None, env: dict | None = None, 
         full_env.update(env)
     p = subprocess.run(
         [sys.executable, "-m", "neuron_ready", *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn,
     )
     return Run(p.returncode, p.stdout, p.stderr)

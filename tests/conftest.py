@@ -24,3 +24,12 @@ except ImportError:  # pragma: no cover
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cache_outside_the_repo(tmp_path_factory):
+    """Scans in tests (in this process and in subprocesses) keep their result cache in a temporary
+    directory, not in the fixture trees; tests of the cache itself pass --cache-dir."""
+    if "NEURON_READY_CACHE_DIR" not in os.environ:
+        os.environ["NEURON_READY_CACHE_DIR"] = str(tmp_path_factory.mktemp("nr-cache"))
+    yield

@@ -113,3 +113,23 @@ def build_index(catalog: Catalog) -> PyIndex:
 def passes_prefilter(text: str, idx: PyIndex) -> bool:
     """True when some trigger string occurs: only then can a rule match and is parsing worth it."""
     return any(t in text for t in idx.triggers)
+
+
+NAME_KINDS = ("import", "call", "attribute", "decorator")
+
+
+def name_roots(catalog: Catalog) -> frozenset[str] | None:
+    """The first segment of every name an import, call, attribute or decorator clause matches.
+
+    A hit of such a clause is reported under a name with one of these roots, so only these roots
+    can make the scanned project's own (first-party) packages change a result. None when some
+    pattern starts with a wildcard and any root is possible.
+    """
+    roots = set()
+    for rule in catalog:
+        for m in rule.match:
+            if m.kind in NAME_KINDS:
+                roots.update(n.split(".", 1)[0] for n in (m.modules if m.kind == "import" else m.names))
+    if any(ch in r for r in roots for ch in "*?["):
+        return None
+    return frozenset(roots)

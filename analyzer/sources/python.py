@@ -407,6 +407,8 @@ class PythonScanner(Walker):
             guarded: bool = False, details: dict | None = None) -> Hit | None:
         """Record a hit. `guarded`: it was reached through an optional import. Whether it is a
         fallback also depends on the kernel-path guards around it."""
+        # (The result cache keys on first-party packages named like a catalog root, as only this
+        # check uses them: see cache.relevant_first_party.)
         if clause.kind in _NAME_KINDS and symbol.split(".", 1)[0] in self.first_party:
             return None  # the scanned project's own package, e.g. flash_attn inside flash-attn
         owner = None

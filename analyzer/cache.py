@@ -1,0 +1,200 @@
+"""The content cache: a file's scan result stored under a key of everything the result depends on,
+so an unchanged file is never parsed twice.
+
+The key hashes the scan context (tool version and the code installed, Python and libcst versions,
+the active catalog, target, max-file-size, per-path ignores, the first-party packages that can
+matter), the file's kind, its path relative to the root (findings carry it, module names come
+from it) and its bytes. A change to any of them is a different key; nothing is ever invalidated.
+
+Entries are JSON, never pickle: a cache directory inside a checkout is input we do not trust. One
+file per key, written atomically (temporary file + rename), so concurrent scans can share a
+directory. An entry that is unreadable, corrupt or written for another key is a miss, never an
+error; a directory that cannot be written turns the cache off for the run with one warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .catalog import catalog_fingerprint
+from .model import Diagnostic, Finding
+from .sources import FileJob, FileResult, ScanContext
+from .sources.pyindex import name_roots
+
+FORMAT = 1  # bump when the entry layout or FileResult's meaning changes
+DIR_NAME = ".neuron-ready-cache"  # discovery never scans it
+ENV_DIR = "NEURON_READY_CACHE_DIR"
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by neuron-ready.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+
+def default_dir(settings) -> Path:
+    """Where the cache lives unless --cache-dir, NEURON_READY_CACHE_DIR or `cache-dir` say otherwise:
+    `.neuron-ready-cache` beside the configuration file, or in the scanned root (as Ruff does)."""
+    if settings.cache_dir is not None:
+        return Path(settings.cache_dir)
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env)
+    base = settings.config_path.parent if settings.config_path is not None else Path(settings.root)
+    return base / DIR_NAME
+
+
+# ------------------------------------------------------------------------------------------- keys
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of neuron-ready's own source files: an edited (editable) install is a new tool."""
+    package = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0")
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()
+
+
+def relevant_first_party(ctx: ScanContext) -> list[str]:
+    """The project's own packages that can change a result: only those named like a package the
+    catalog looks for (flash_attn inside flash-attn's own tree). Adding any other package to the
+    project leaves every key as it was."""
+    roots = name_roots(ctx.catalog)
+    return sorted(ctx.first_party if roots is None else ctx.first_party & roots)
+
+
+def context_digest(ctx: ScanContext) -> str:
+    import libcst
+
+    parts = {
+        "format": FORMAT,
+        "tool": __version__,
+        "code": code_fingerprint(),
+        "python": list(sys.version_info[:2]),  # ast's syntax check depends on it
+        "libcst": getattr(libcst, "__version__", libcst.__file__),
+        "catalog": catalog_fingerprint(ctx.catalog),
+        "target": ctx.target,
+        "max_file_size": ctx.max_file_size,
+        "per_path_ignores": [[p, list(s)] for p, s in ctx.per_path_ignores],
+        "first_party": relevant_first_party(ctx),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+class Keys:
+    """Cache keys for one scan context. Picklable; workers compute keys from the bytes they read."""
+
+    def __init__(self, ctx: ScanContext) -> None:
+        self.base = context_digest(ctx).encode()
+
+    def key(self, job: FileJob, data: bytes) -> str:
+        h = hashlib.sha256(self.base)
+        h.update(json.dumps([job.kind, job.rel]).encode() + b"\0")
+        h.update(data)
+        return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ entries
+
+
+def encode_result(result: FileResult) -> bytes:
+    """A FileResult as compact JSON: what a worker sends back and what an entry stores."""
+    return json.dumps(
+        {
+            "rel": result.rel,
+            "kind": result.kind,
+            "findings": [f.to_dict() for f in result.findings],
+            "diagnostics": [d.to_dict() for d in result.diagnostics],
+            "suppressed": result.suppressed,
+            "parsed": result.parsed,
+            "facts": result.facts,
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
+
+
+def decode_result(data: bytes | dict[str, Any]) -> FileResult:
+    d = json.loads(data) if isinstance(data, (bytes, str)) else data
+    return FileResult(
+        rel=d["rel"],
+        kind=d["kind"],
+        findings=[Finding.from_dict(f) for f in d["findings"]],
+        diagnostics=[Diagnostic(x["path"], x["kind"], x["message"], x.get("line")) for x in d["diagnostics"]],
+        suppressed=int(d["suppressed"]),
+        parsed=bool(d["parsed"]),
+        facts=dict(d["facts"]),
+    )
+
+
+class ResultCache:
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        self.entries = self.dir / f"v{FORMAT}"
+        self.hits = self.misses = self.rejected = self.writes = 0
+        self.error: str | None = None  # why writing was given up, for one warning
+        self._prepared = False
+
+    def _path(self, key: str) -> Path:
+        return self.entries / key[:2] / key
+
+    def get(self, key: str, rel: str) -> FileResult | None:
+        try:
+            raw = self._path(key).read_bytes()
+        except OSError:
+            self.misses += 1
+            return None
+        try:
+            entry = json.loads(raw)
+            if entry["format"] != FORMAT or entry["key"] != key or entry["result"]["rel"] != rel:
+                raise ValueError("written for another key")
+            result = decode_result(entry["result"])
+        except Exception:  # noqa: BLE001 - a corrupt or foreign entry is a miss; it is rewritten
+            self.rejected += 1
+            self.misses += 1
+            return None
+        self.hits += 1
+        return result
+
+    def put(self, key: str, payload: bytes) -> None:
+        if self.error is not None:
+            return
+        try:
+            self._prepare()
+            target = self._path(key)
+            target.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(b'{"format":%d,"key":"%s","result":' % (FORMAT, key.encode()) + payload + b"}")
+                os.replace(tmp, target)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as e:
+            self.error = f"cannot write the cache in {self.dir}: {e.strerror or e}; continuing without it"
+            return
+        self.writes += 1
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self.entries.mkdir(parents=True, exist_ok=True)
+        for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by neuron-ready.\n*\n")):
+            p = self.dir / name
+            if not p.exists():
+                p.write_text(text, encoding="utf-8")
+        self._prepared = True
