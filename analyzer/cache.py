@@ -30,7 +30,6 @@ from .sources import FileJob, FileResult, ScanContext
 from .sources.pyindex import name_roots
 
 FORMAT = 1  # bump when the entry layout or FileResult's meaning changes
-DIR_NAME = ".neuron-ready-cache"  # discovery never scans it
 ENV_DIR = "NEURON_READY_CACHE_DIR"
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -41,14 +40,20 @@ CACHEDIR_TAG = (
 
 def default_dir(settings) -> Path:
     """Where the cache lives unless --cache-dir, NEURON_READY_CACHE_DIR or `cache-dir` say otherwise:
-    `.neuron-ready-cache` beside the configuration file, or in the scanned root (as Ruff does)."""
+    the user's cache directory (XDG), so a scan never writes into the tree it reads. Keys hold the
+    path relative to the root and the file's bytes, never the root, so repositories can share it."""
     if settings.cache_dir is not None:
         return Path(settings.cache_dir)
     env = os.environ.get(ENV_DIR)
     if env:
         return Path(env)
-    base = settings.config_path.parent if settings.config_path is not None else Path(settings.root)
-    return base / DIR_NAME
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "neuron-ready"
+    try:
+        return Path.home() / ".cache" / "neuron-ready"
+    except RuntimeError:  # no home directory (some containers)
+        return Path(tempfile.gettempdir()) / f"neuron-ready-cache-{os.getuid()}"
 
 
 # ------------------------------------------------------------------------------------------- keys

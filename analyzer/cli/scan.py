@@ -12,6 +12,7 @@ from ..config import check_fail_on, load_settings, parse_size
 from ..engine import run_scan
 from ..gate import fail_reasons
 from ..model import TARGETS
+from ..progress import for_terminal
 from ..render import FORMATS, render
 from .base import UserError, split_list, write_output
 
@@ -51,6 +52,46 @@ def scan_options(f):
     return f
 
 
+def run_options(f):
+    """How a scan runs (not what it finds): workers, the cache, progress."""
+    options = [
+        click.option("-j", "--jobs", type=click.IntRange(min=0), metavar="N", help="Worker processes (default: all cores; 0 = all cores). --jobs 1 scans in this process."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
+        click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), help="Cache directory (default: $XDG_CACHE_HOME/neuron-ready, else ~/.cache/neuron-ready; env NEURON_READY_CACHE_DIR)."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress display and no warnings on stderr."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def apply_run_options(settings, jobs, no_cache, cache_dir) -> None:
+    if jobs is not None:
+        settings.jobs = jobs
+    if no_cache:
+        settings.cache = False
+    if cache_dir is not None:
+        settings.cache_dir = cache_dir
+
+
+def run_with_progress(settings, quiet: bool):
+    """run_scan with a progress display on a terminal; warnings (e.g. an unwritable cache) and,
+    with NEURON_READY_DEBUG, where the results came from, on stderr."""
+    progress = for_terminal(quiet)
+    try:
+        outcome = run_scan(settings, progress=progress)
+    finally:
+        progress.close()
+    stats = outcome.stats
+    if stats is not None and not quiet:
+        for warning in stats.warnings:
+            click.echo(f"neuron-ready: warning: {warning}", err=True)
+    if stats is not None and os.environ.get("NEURON_READY_DEBUG"):
+        click.echo(f"neuron-ready: {stats.files} files: {stats.cached} from the cache, {stats.scanned} scanned "
+                   f"({stats.workers} worker processes); cache: {stats.cache_dir or 'off'}", err=True)
+    return outcome
+
+
 def build_settings(paths, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on=()):
     root, files = resolve_paths(paths)
     settings = load_settings(root, config_path, isolated)
@@ -88,16 +129,19 @@ def build_settings(paths, target, select, ignore, exclude, config_path, isolated
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
 @click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus), a rule id/prefix/category, or 'any'.")
 @scan_options
+@run_options
 @click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
 @click.pass_context
-def scan(ctx, paths, fmt, output, fail_on, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
+def scan(ctx, paths, fmt, output, fail_on, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
+         jobs, no_cache, cache_dir, quiet, color):
     """Scan PATHS (default: the current directory) for what a Trainium port must change.
 
     One directory is walked (honouring .gitignore); several paths or files are scanned as given
     and reported relative to the working directory.
     """
     settings = build_settings(paths, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on)
-    outcome = run_scan(settings)
+    apply_run_options(settings, jobs, no_cache, cache_dir)
+    outcome = run_with_progress(settings, quiet)
     use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
     write_output(render(outcome.report, fmt, color=bool(use_color) and fmt == "text"), output)
     reasons = fail_reasons(outcome.report, settings.fail_on)

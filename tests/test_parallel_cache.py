@@ -1,0 +1,263 @@
+"""Worker processes, the content cache and progress: the report never depends on how it was made,
+an unchanged file is never scanned twice, and one bad file costs only that file."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import resource
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli import run_cli
+from neuron_ready.cache import decode_result, encode_result
+from neuron_ready.catalog import load_catalog
+from neuron_ready.config import Settings
+from neuron_ready.discover import discover
+from neuron_ready.engine import run_scan
+from neuron_ready.render import render
+from neuron_ready.sources import FileJob, ScanContext, scan_file
+
+CUDA_LINE = "import torch\nx = torch.ones(2).cuda()\n"
+# Real inputs that break libcst's native parser: a chain of `not` deep enough to overflow its
+# stack (the process dies with SIGSEGV), and a long `+` chain it parses in quadratic time (about
+# 10 s here; the tests allow it 1 s of CPU). Both pass Python's own checks for deep nesting.
+CRASHES_LIBCST = CUDA_LINE + "y = " + "not \\\n" * 30000 + "x\n"
+HANGS_LIBCST = CUDA_LINE + "y = 1 \\\n" + "+ 1 \\\n" * 6000 + "\n"
+
+
+def _stack_8mib() -> None:
+    """The crash needs a bounded stack (8 MiB is Linux's default; CI may say unlimited)."""
+    resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, 8 << 20))
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return root
+
+
+def _scan_json(*args: str, env: dict | None = None):
+    return run_cli("scan", *args, "--format", "json", env={"NEURON_READY_DEBUG": "1", **(env or {})})
+
+
+def _counts(err: str) -> tuple[int, int]:
+    """(from the cache, scanned) from the NEURON_READY_DEBUG line on stderr."""
+    line = next(x for x in err.splitlines() if "from the cache" in x)
+    words = line.split()
+    return int(words[words.index("from") - 1]), int(words[words.index("scanned") - 1])
+
+
+def test_the_report_is_the_same_whatever_the_workers_and_the_cache(fixtures, tmp_path):
+    cache = str(tmp_path / "cache")
+    runs = {
+        "jobs 1, no cache": _scan_json(str(fixtures), "--jobs", "1", "--no-cache"),
+        "jobs 2, no cache": _scan_json(str(fixtures), "--jobs", "2", "--no-cache"),
+        "jobs 2, cold": _scan_json(str(fixtures), "--jobs", "2", "--cache-dir", cache),
+        "jobs 2, warm": _scan_json(str(fixtures), "--jobs", "2", "--cache-dir", cache),
+        "jobs 1, warm": _scan_json(str(fixtures), "--jobs", "1", "--cache-dir", cache),
+    }
+    for label, r in runs.items():
+        assert r.code == 0, (label, r.err)
+    first = runs["jobs 1, no cache"].out
+    assert json.loads(first)["summary"]["findings"] > 20
+    for label, r in runs.items():
+        assert r.out == first, label
+    files = json.loads(first)["summary"]["files_scanned"]
+    assert _counts(runs["jobs 2, cold"].err) == (0, files)
+    assert _counts(runs["jobs 2, warm"].err) == (files, 0)
+    assert _counts(runs["jobs 1, warm"].err) == (files, 0)
+    text = [run_cli("scan", str(fixtures), "--no-color", *extra).out
+            for extra in (["--jobs", "1", "--no-cache"], ["--jobs", "2", "--cache-dir", cache])]
+    assert text[0] == text[1] and "Readiness" in text[0]
+
+
+def test_only_a_changed_file_is_scanned_again(fixtures, tmp_path):
+    tree = shutil.copytree(fixtures / "mainstream", tmp_path / "repo")
+    settings = Settings(root=tree, cache_dir=tmp_path / "cache")
+    cold = run_scan(settings)
+    assert cold.stats.scanned == cold.stats.files > 3 and cold.stats.cached == 0
+
+    # An unchanged file comes from the cache: edit its entry and the edit shows in the report.
+    (entry,) = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and b'"rel":"train.py"' in p.read_bytes()]
+    entry.write_bytes(entry.read_bytes().replace(b"moves a tensor", b"MOVES A TENSOR"))
+    # A changed file is scanned again: its new line is found.
+    (tree / "data.py").write_text((tree / "data.py").read_text() + "\n" + CUDA_LINE, encoding="utf-8")
+
+    warm = run_scan(settings)
+    assert (warm.stats.cached, warm.stats.scanned) == (cold.stats.files - 1, 1)
+    messages = [f.message for f in warm.report.findings if f.path == "train.py"]
+    assert any("MOVES A TENSOR" in m for m in messages)
+    new = [f for f in warm.report.findings if f.path == "data.py" and f.rule == "NR1001"]
+    old = [f for f in cold.report.findings if f.path == "data.py" and f.rule == "NR1001"]
+    assert len(new) == len(old) + 1
+
+
+def test_a_corrupt_or_foreign_cache_entry_is_a_miss(fixtures, tmp_path):
+    cache = tmp_path / "cache"
+    settings = Settings(root=fixtures / "cuda_extension", cache_dir=cache)
+    cold = run_scan(settings)
+    entries = sorted(p for p in (cache / "v1").rglob("*") if p.is_file())
+    assert len(entries) == cold.stats.files
+    other = entries[1].read_bytes()
+    damage = [
+        lambda b: b[: len(b) // 2],  # truncated
+        lambda b: b"\x00\xff not json",
+        lambda b: b"[]",
+        lambda b: other,  # a valid entry, written for another key
+        lambda b: b.replace(b'"format":1', b'"format":99'),
+        lambda b: b.replace(b'"findings":[', b'"findings":[{"rule": 1},'),
+    ]
+    for entry, spoil in zip(entries, damage):
+        entry.write_bytes(spoil(entry.read_bytes()))
+    again = run_scan(settings)
+    assert again.stats.scanned == len(damage)
+    assert render(again.report, "json") == render(cold.report, "json")
+    assert run_scan(settings).stats.cached == cold.stats.files  # the entries were written anew
+
+
+def test_an_unusable_cache_directory_is_one_warning(fixtures, tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("x")
+    r = run_cli("scan", str(fixtures / "mainstream"), "--format", "json", "--cache-dir", str(blocker / "cache"))
+    assert r.code == 0
+    assert json.loads(r.out)["summary"]["findings"] > 0
+    (warning,) = r.err.splitlines()
+    assert warning.startswith("neuron-ready: warning: cannot write the cache in ") and "continuing without it" in warning
+    quiet = run_cli("scan", str(fixtures / "mainstream"), "-q", "--cache-dir", str(blocker / "cache"))
+    assert quiet.code == 0 and quiet.err == ""
+
+
+def test_where_the_cache_lives(fixtures, tmp_path):
+    home = tmp_path / "xdg"
+    env = {"NEURON_READY_CACHE_DIR": "", "XDG_CACHE_HOME": str(home)}  # as if unset: the default location
+    repo = shutil.copytree(fixtures / "mainstream", tmp_path / "repo")
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*"))
+    assert run_cli("scan", str(repo), env=env).code == 0
+    cache = home / "neuron-ready"
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*")) == before  # nothing written in the tree
+    again = run_cli("scan", str(repo), "--format", "json", env={**env, "NEURON_READY_DEBUG": "1"})
+    assert _counts(again.err)[1] == 0  # nothing scanned again
+
+    # `cache-dir` in the configuration is relative to it; the environment variable overrides it;
+    # `cache = false` writes nothing.
+    (repo / "pyproject.toml").write_text('[tool.neuron-ready]\ncache-dir = "build/nr"\n')
+    assert run_cli("scan", str(repo), env=env).code == 0
+    assert (repo / "build" / "nr" / "CACHEDIR.TAG").is_file()
+    elsewhere = tmp_path / "elsewhere"
+    assert run_cli("scan", str(repo), env={"NEURON_READY_CACHE_DIR": str(elsewhere)}).code == 0
+    assert (elsewhere / "CACHEDIR.TAG").is_file()
+    shutil.rmtree(repo / "build")
+    shutil.rmtree(home)
+    (repo / "pyproject.toml").write_text('[tool.neuron-ready]\ncache = false\ncache-dir = "build/nr"\n')
+    assert run_cli("scan", str(repo), env=env).code == 0
+    assert not (repo / "build").exists() and not home.exists()
+
+
+def test_no_cache_writes_nothing(fixtures, tmp_path):
+    home = tmp_path / "xdg"
+    env = {"NEURON_READY_CACHE_DIR": "", "XDG_CACHE_HOME": str(home)}
+    for jobs in ("1", "2"):
+        r = run_cli("scan", str(fixtures / "mainstream"), "--no-cache", "--jobs", jobs, env=env)
+        assert r.code == 0 and "Readiness" in r.out
+    named = tmp_path / "named"
+    assert run_cli("scan", str(fixtures / "mainstream"), "--no-cache", "--cache-dir", str(named), env=env).code == 0
+    assert not home.exists() and not named.exists()
+
+
+@pytest.mark.parametrize("how", [["--jobs", "2"], ["--jobs", "1"]], ids=["workers", "isolated-jobs-1"])
+def test_a_file_that_crashes_or_hangs_the_parser_costs_only_that_file(tmp_path, how):
+    tree = _tree(tmp_path / "repo", {
+        "crash.py": CRASHES_LIBCST,
+        "slow.py": HANGS_LIBCST,
+        **{f"pkg/m{i}.py": CUDA_LINE for i in range(6)},
+    })
+    env = {"NEURON_READY_FILE_TIMEOUT": "1", "NEURON_READY_ISOLATE": "1"}
+    r = run_cli("scan", str(tree), "--format", "json", "--no-cache", *how, env=env, preexec_fn=_stack_8mib)
+    assert r.code == 0, r.err
+    d = json.loads(r.out)
+    kinds = {x["path"]: (x["kind"], x["message"]) for x in d["diagnostics"]}
+    assert kinds["crash.py"][0] == "internal-error" and "SIGSEGV" in kinds["crash.py"][1]
+    assert kinds["slow.py"][0] == "too-complex" and "longer than 1 s" in kinds["slow.py"][1]
+    found = {f["path"] for f in d["findings"] if f["rule"] == "NR1001"}
+    assert found == {f"pkg/m{i}.py" for i in range(6)}
+
+
+def _on_a_terminal(args: list[str], env: dict) -> str:
+    """Run a scan with stderr on a pseudo-terminal; what the terminal received."""
+    master, slave = pty.openpty()
+    full_env = {k: v for k, v in os.environ.items() if k != "CI"}
+    full_env.update(env)
+    p = subprocess.Popen([sys.executable, "-m", "neuron_ready", *args], stdout=subprocess.DEVNULL,
+                         stderr=slave, env=full_env)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the other side closed
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif p.poll() is not None:
+            break
+    p.wait(timeout=60)
+    os.close(master)
+    return seen.decode("utf-8", "replace")
+
+
+def test_progress_shows_on_a_terminal_for_a_longer_scan_only(tmp_path):
+    # The slow file keeps the scan busy for a second, more than the moment before progress shows.
+    tree = _tree(tmp_path / "repo", {"slow.py": HANGS_LIBCST, **{f"m{i}.py": CUDA_LINE for i in range(4)}})
+    env = {"NEURON_READY_FILE_TIMEOUT": "1"}
+    shown = _on_a_terminal(["scan", str(tree), "--no-cache", "--jobs", "2"], env)
+    assert "files" in shown and "findings" in shown and "/5" in shown
+    assert _on_a_terminal(["scan", str(tree), "--no-cache", "--jobs", "2", "--quiet"], env) == ""
+    piped = run_cli("scan", str(tree), "--no-cache", "--jobs", "2", env=env)
+    assert piped.code == 0 and piped.err == ""
+
+
+def test_results_survive_the_cache_encoding(fixtures):
+    ctx = ScanContext(load_catalog(), "native", first_party=frozenset({"fusedops"}))
+    checked = 0
+    for name in ("broken", "cuda_extension", "fused_fallbacks", "mainstream", "notebook", "traps"):
+        for job in discover(fixtures / name).jobs:
+            result = scan_file(job, ctx)
+            assert decode_result(encode_result(result)) == result, job.rel
+            checked += bool(result.findings or result.diagnostics)
+    assert checked > 15
+
+
+def test_first_party_packages_matter_only_when_named_like_a_catalog_package(tmp_path):
+    """The cache keys on the first-party packages named like a package some rule looks for
+    (cache.relevant_first_party); no other first-party name may change a result."""
+    code = ("import flash_attn\nimport mylib.kernels\nfrom mylib import cuda_ops\n"
+            "import torch\nx = flash_attn.flash_attn_func(q, k, v)\ny = mylib.kernels.run(x).cuda()\n")
+    path = tmp_path / "model.py"
+    path.write_text(code)
+    job = FileJob(str(path), "model.py", "python")
+    catalog = load_catalog()
+
+    def scan(first_party):
+        return scan_file(job, ScanContext(catalog, "native", first_party=frozenset(first_party)))
+
+    assert scan({"flash_attn", "mylib", "model"}) == scan({"flash_attn"})
+    assert scan({"flash_attn"}) != scan(set())  # flash_attn's own tree: its imports are not findings
+
+
+def test_jobs_must_be_a_whole_number(fixtures):
+    r = run_cli("scan", str(fixtures / "mainstream"), "--jobs", "-1")
+    assert r.code == 2 and "--jobs" in r.err
