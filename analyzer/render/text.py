@@ -7,6 +7,7 @@ from itertools import groupby
 import click
 
 from ..model import Finding, Report
+from . import trace_text
 
 _CLASS_COLOR = {"days": "green", "weeks": "yellow", "month-plus": "red"}
 
@@ -27,7 +28,7 @@ def render(report: Report, color: bool = False) -> str:
     for path, group in groupby(report.findings, key=lambda f: f.path):
         out.append(s(path, bold=True))
         for f in group:
-            tag = " (fallback)" if f.fallback else ""
+            tag = (" (fallback)" if f.fallback else "") + trace_text.finding_tag(f)
             out.append(f"  {_loc(f):>10}  {s(f.rule, fg='cyan')}  {f.message}{s(tag, fg='green')}")
             out.append(f"  {'':>10}  {s('fix:', dim=True)} {f.remedy}")
         out.append("")
@@ -44,6 +45,7 @@ def render(report: Report, color: bool = False) -> str:
             where = f"{d.path}:{d.line}" if d.line else d.path
             out.append(f"  {where}  [{d.kind}] {d.message}")
         out.append("")
+    out.extend(trace_text.summary_lines(report.extra.get("trace")))
     est = report.estimate
     n = len(report.findings)
     files = len({f.path for f in report.findings})
