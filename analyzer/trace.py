@@ -262,7 +262,13 @@ class OpRecorder(TorchDispatchMode):
             if phase is None and name is not None:
                 self.frames.current()  # the factory: which user functions ran
             return func(*args, **kwargs)
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except Exception:  # e.g. a custom op without a fake implementation: count it, then stop
+            site = self.frames.current() if phase == "forward" else None
+            use = OpUse(name, site, phase)
+            self.uses[use] = self.uses.get(use, 0) + 1
+            raise
         if phase == "backward":
             node = torch._C._current_autograd_node()
             seq = node._sequence_nr() if node is not None else -1
@@ -368,13 +374,13 @@ def _where(frames: Frames, e: BaseException) -> str:
 
 def _hf_factory(config_path: str):
     """hf:CONFIG.json: a Hugging Face model built from a local config file, no download."""
+    path = Path(config_path)
+    if not path.is_file():
+        raise TraceSetupError(f"no such file: {config_path}")
     try:
         import transformers
     except ImportError:
         raise TraceSetupError("hf:CONFIG.json needs Hugging Face transformers: pip install transformers") from None
-    path = Path(config_path)
-    if not path.is_file():
-        raise TraceSetupError(f"no such file: {config_path}")
     try:
         config_dict = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -659,3 +665,29 @@ def _loaded_user_files(frames: Frames) -> set[str]:
         if isinstance(f, str) and os.path.isabs(f) and frames.tier(f) == Frames.USER:
             out.add(frames.display(f))
     return out
+
+
+def make_fx_joint_graph(model, args: tuple, kwargs: dict | None = None):
+    """The reference capture: make_fx of forward + torch.autograd.grad over the parameters, the
+    joint graph the recorder's op stream stands for. Slower (it builds the FX graph); the tests
+    compare the two and the benchmark times it. Call it with fake model and inputs, under their mode."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    params = dict(model.named_parameters())
+
+    def step(params, args, kwargs):
+        loss = _loss_of(torch.func.functional_call(model, params, args, kwargs))
+        return torch.autograd.grad(loss, list(params.values()))
+
+    return make_fx(step)(params, args, kwargs or {}).graph
+
+
+def graph_op_counts(graph) -> dict[str, int]:
+    """Op name (as the recorder names them) -> count, for an FX graph's call_function nodes."""
+    counts: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.op == "call_function" and hasattr(node.target, "_schema"):
+            name = _op_name(node.target)
+            if name is not None:
+                counts[name] = counts.get(name, 0) + 1
+    return counts

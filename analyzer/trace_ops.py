@@ -42,6 +42,7 @@ CATEGORY_TEXT = {
     "host-sync": "reads a tensor value on the host",
 }
 SNIPPET_CHARS = 80
+MESSAGE_CHARS = 160
 
 
 def _normal(pattern: str) -> str:
@@ -206,19 +207,21 @@ def trace_findings(result: TraceResult, judge: OpJudge, target: str, root: str,
     """One finding per (rule, source line): ops grouped by the line that called them (backward
     ops under the forward line that created them), plus one per event. Honours
     `# neuron-ready: ignore` comments and per-path ignores. Returns (findings, suppressed)."""
-    groups: dict[tuple[str, Site], _Group] = {}
-    for use, n in sorted(result.uses.items(), key=lambda kv: (kv[0].op, kv[0].phase, str(kv[0].site))):
+    groups: dict[tuple[str, str, int], _Group] = {}
+    for use, n in sorted(result.uses.items(), key=lambda kv: (kv[0].site or Site("", 0), kv[0].op, kv[0].phase)):
         if use.site is None:
             continue
         for r, m in judge.rules_for(use):
-            g = groups.setdefault((r.id, use.site), _Group(r, use.site, {}, set(), set()))
+            # one finding per rule and line: the first column on the line stands for all
+            g = groups.setdefault((r.id, use.site.path, use.site.line), _Group(r, use.site, {}, set(), set()))
             g.ops[use.op] = g.ops.get(use.op, 0) + n
             g.phases.add(use.phase)
             if m.when != "always":
                 g.conditions.add(WHEN_TEXT[m.when])
     sources = SourceLines(root)
     findings: list[Finding] = []
-    for (_rid, site), g in groups.items():
+    for g in groups.values():
+        site = g.site
         symbol = max(g.ops, key=lambda op: (g.ops[op], op))
         details = {"ops": dict(sorted(g.ops.items())), "phases": sorted(g.phases)}
         if g.conditions:
@@ -228,7 +231,8 @@ def trace_findings(result: TraceResult, judge: OpJudge, target: str, root: str,
         if ev.site is None:
             continue
         for r in judge.events.get(ev.kind, []):
-            symbol = sources.line(ev.site) if ev.kind == "data-dependent-branch" else ev.message
+            line = _clip(sources.line(ev.site), SNIPPET_CHARS)
+            symbol = line if ev.kind == "data-dependent-branch" else _clip(ev.message, MESSAGE_CHARS)
             details = {"event": ev.kind, "count": ev.count}
             if ev.detail:
                 details["detail"] = ev.detail
@@ -236,12 +240,15 @@ def trace_findings(result: TraceResult, judge: OpJudge, target: str, root: str,
     return _filter(findings, sources, per_path_ignores or {})
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rsplit(" ", 1)[0] + "..."
+
+
 def _finding(rule: Rule, site: Site, symbol: str, target: str, sources: SourceLines, details: dict) -> Finding:
-    snippet = " ".join(sources.line(site).split())
     return Finding(
         rule=rule.id, category=rule.category, path=site.path, line=site.line, column=site.column,
-        message=rule.render_message(symbol[:SNIPPET_CHARS], details), remedy=rule.remedy_for(target),
-        confidence=rule.confidence, symbol=symbol[:SNIPPET_CHARS], snippet=snippet[:SNIPPET_CHARS],
+        message=rule.render_message(symbol, details), remedy=rule.remedy_for(target),
+        confidence=rule.confidence, symbol=symbol, snippet=" ".join(sources.line(site).split()),
         scope=site.function, details=details, origin="trace",
     )
 

@@ -63,7 +63,8 @@ def summary_lines(trace: dict | None) -> list[str]:
     if not trace["complete"]:
         stop = next((e for e in trace["events"] if e["kind"] == "trace-error"), None)
         where = f" at {stop['path']}:{stop['line']}" if stop and "path" in stop else ""
-        parts.append(f"incomplete: {stop['message'] if stop else 'stopped'}{where}")
+        message = stop["message"] if stop else "stopped"
+        parts.append(f"incomplete: {message if len(message) <= 100 else message[:97] + '...'}{where}")
     out.append("  " + " · ".join(parts))
     counts = trace.get("findings") or {}
     if any(counts.get(k) for k in ("confirmed", "traced", "not-traced")):
