@@ -26,6 +26,7 @@ import contextlib
 import importlib
 import io
 import json
+import logging
 import multiprocessing
 import os
 import sys
@@ -586,6 +587,7 @@ def run_trace(request: TraceRequest) -> TraceResult:
     quiet = contextlib.ExitStack()
     quiet.enter_context(warnings.catch_warnings())
     warnings.simplefilter("ignore")
+    quiet.enter_context(_torch_logs_off())
     # User code may print; the report goes to stdout, so its output is swallowed.
     quiet.enter_context(contextlib.redirect_stdout(io.StringIO()))
     with quiet:
@@ -641,6 +643,22 @@ def run_trace(request: TraceRequest) -> TraceResult:
     return result
 
 
+@contextlib.contextmanager
+def _torch_logs_off():
+    """torch logs warnings of its own (e.g. a guard it could not evaluate while the trace stops a
+    loop); the report says what matters, so they stay off while user code runs."""
+    loggers = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.split(".")[0] == "torch"]
+    loggers.append(logging.getLogger("torch"))
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
 def _dynamic_like(value, name: str, env: ShapeEnv):
     if not isinstance(value, torch.Tensor):
         return value
@@ -659,17 +677,18 @@ def _run(model, args, kwargs, train: bool, mode, recorder: OpRecorder, frames: F
             start = torch.autograd._get_sequence_nr()
             loss = _loss_of(out)
             if loss is None:
-                result.events.append(TraceEvent("trace-error", "no output of the model needs a gradient; backward not traced", None))
+                result.stopped = TraceEvent("trace-error", "no output of the model needs a gradient; backward not traced", None)
                 return
             seed = torch.ones_like(loss)
             recorder.skip = range(start, torch.autograd._get_sequence_nr())
             recorder.phase = "backward"
             torch.autograd.backward(loss, seed)
             result.backward_done = True
-    except LoopOnData as e:
-        result.events.append(TraceEvent("trace-error", str(e), e.site))
+    except LoopOnData as e:  # reported as the branch on data it is (NR1506), with its count
+        result.stopped = TraceEvent("data-dependent-branch", str(e), e.site)
     except Exception as e:  # noqa: BLE001 - what the trace cannot capture is a finding, not a crash
-        result.events.append(TraceEvent("trace-error", _first_line(e), frames.from_exception(e)))
+        result.stopped = TraceEvent("trace-error", _first_line(e), frames.from_exception(e))
+        result.events.append(result.stopped)
     finally:
         recorder.phase = None
 

@@ -138,6 +138,7 @@ class TraceResult:
     events: list[TraceEvent] = field(default_factory=list)
     forward_done: bool = False
     backward_done: bool = False
+    stopped: TraceEvent | None = None  # why the trace ended early (an error, or a loop on data)
     graph_breaks: str = "skipped"  # "ran", "skipped" or "failed: <why>"
     graph_count: int = 0  # graphs TorchDynamo captured (graph breaks + 1) when it ran
     shape_guards: list[dict] = field(default_factory=list)  # --dynamic: guards on symbolic input sizes

@@ -298,6 +298,7 @@ def trace_summary(result: TraceResult, judge: OpJudge) -> dict:
         "forward": result.forward_done,
         "backward": result.backward_done if result.train else None,
         "complete": result.forward_done and (result.backward_done or not result.train),
+        "stopped": event_report([result.stopped])[0] if result.stopped else None,
         "graph_breaks": graphs,
         "ops": op_report(result, judge),
         "events": event_report(result.events),

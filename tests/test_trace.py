@@ -139,6 +139,29 @@ def test_branch_on_data_is_found_and_the_trace_goes_on(traced):
     assert at(findings, "NR1311") == [(path, 15)]
 
 
+def test_a_loop_on_data_stops_the_trace_at_its_line(tmp_path):
+    (tmp_path / "loopy.py").write_text(textwrap.dedent('''\
+        import torch
+
+
+        class Halve(torch.nn.Module):
+            def forward(self, x):
+                while x.abs().max() > 0.5:
+                    x = x / 2
+                return x
+
+
+        def build():
+            return Halve(), (torch.randn(2, 4, requires_grad=True),)
+    '''))
+    result = run_trace(TraceRequest(str(tmp_path / "loopy.py") + ":build", tmp_path, graph_breaks=False))
+    findings, _ = trace_findings(result, JUDGE, "native", str(tmp_path))
+    branch = next(f for f in findings if f.rule == "NR1506")
+    assert (branch.path, branch.line, branch.details["count"]) == ("loopy.py", 6, 16)
+    assert "NR1312" not in {f.rule for f in findings}  # a loop on data is not a capture error
+    assert not result.forward_done and result.stopped.site.line == 6
+
+
 def test_item_in_forward_is_a_graph_break_and_a_host_read(traced):
     _, findings, summary = traced("item_break")
     path = f"{MODELS}/item_break.py"

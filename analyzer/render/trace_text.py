@@ -61,7 +61,7 @@ def summary_lines(trace: dict | None) -> list[str]:
     if branches:
         parts.append(f"branches on tensor data: {branches}")
     if not trace["complete"]:
-        stop = next((e for e in trace["events"] if e["kind"] == "trace-error"), None)
+        stop = trace.get("stopped")
         where = f" at {stop['path']}:{stop['line']}" if stop and "path" in stop else ""
         message = stop["message"] if stop else "stopped"
         parts.append(f"incomplete: {message if len(message) <= 100 else message[:97] + '...'}{where}")
