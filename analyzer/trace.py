@@ -199,7 +199,7 @@ class HintingShapeEnv(ShapeEnv):
         super().__init__(**kwargs)
         self.frames = frames
         self.decisions: dict[Site | None, list] = {}
-        self.guard_sites: list[tuple[str, Site | None]] = []
+        self.guard_sites: list[tuple[Any, Site | None]] = []  # (sympy expression, site)
 
     def create_unbacked_symint(self, *args, **kwargs):
         s = super().create_unbacked_symint(*args, **kwargs)
@@ -225,7 +225,7 @@ class HintingShapeEnv(ShapeEnv):
 
     def _log_guard(self, prefix, g, forcing_spec) -> None:
         super()._log_guard(prefix, g, forcing_spec)
-        self.guard_sites.append((str(g), self.frames.current()))
+        self.guard_sites.append((g, self.frames.current()))
 
 
 # ------------------------------------------------------------------------------------------ recording
@@ -449,10 +449,14 @@ def _split_factory_output(out, label: str):
 
 
 def _describe_inputs(args, kwargs) -> list[str]:
+    """As --inputs spells them; a symbolic (--dynamic) size shows its hint with a star: [8*,2048*]."""
+    def size(d) -> str:
+        return f"{d.node.hint}*" if isinstance(d, torch.SymInt) else str(d)
+
     def one(name, t):
         if not isinstance(t, torch.Tensor):
             return f"{name + ':' if name else ''}{type(t).__name__}"
-        dims = ",".join(str(d) for d in t.shape)
+        dims = ",".join(size(d) for d in t.shape)
         return f"{name + ':' if name else ''}{str(t.dtype).replace('torch.', '')}[{dims}]"
     return [one(None, a) for a in args] + [one(k, v) for k, v in kwargs.items()]
 
@@ -632,8 +636,13 @@ def run_trace(request: TraceRequest) -> TraceResult:
         result.events.append(TraceEvent("data-dependent-branch", "Python branches on a tensor value", site,
                                         len(decisions), f"traced as if {expr} is {value}"))
     if request.dynamic:
+        import sympy
+
+        # In terms of the inputs (input_ids.size(0)), not of symbols whose numbering varies.
+        names = {sym: sympy.Symbol(sources[0].name) for sym, sources in env.var_to_sources.items() if sources}
         seen = set()
-        for expr, site in env.guard_sites:
+        for g, site in env.guard_sites:
+            expr = str(g.xreplace(names))
             key = (expr, site)
             if key not in seen:
                 seen.add(key)
