@@ -69,6 +69,7 @@ class Frames:
 
     def __init__(self, root: Path):
         self.root = os.path.realpath(root)
+        self.roots = (self.root + os.sep, os.path.abspath(root) + os.sep)  # real and as named
         torch_dir = os.path.dirname(os.path.realpath(torch.__file__))
         ours = os.path.dirname(os.path.realpath(__file__))
         paths = sysconfig.get_paths()
@@ -713,7 +714,7 @@ def _loaded_user_files(frames: Frames) -> set[str]:
     out = set()
     for module in list(sys.modules.values()):
         f = getattr(module, "__file__", None)
-        if isinstance(f, str) and os.path.isabs(f) and frames.tier(f) == Frames.USER:
+        if isinstance(f, str) and f.startswith(frames.roots) and frames.tier(f) == Frames.USER:
             out.add(frames.display(f))
     return out
 
