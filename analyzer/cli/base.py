@@ -69,6 +69,9 @@ def main() -> None:
     neuron-ready scan ./repo               findings, effort class and readiness score
     neuron-ready rules [NR1001]            the rule catalog, or one rule's page
     neuron-ready diff base.json head.json  what a change adds and removes
+    neuron-ready hook FILES...             the pre-commit hook
+    neuron-ready ci                        what the GitHub Action runs
+    neuron-ready comment body.md           create or update the sticky PR comment
     """
 
 
