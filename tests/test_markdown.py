@@ -44,6 +44,13 @@ def test_breakeven_line_when_configured():
     assert "never at these prices" in markdown.render(report_from_dict(doc))
 
 
+def test_off_path_findings_are_counted():
+    doc = json.loads(json_fmt.render(_report("mainstream")))
+    assert "off the training path" not in markdown.render(report_from_dict(doc))
+    doc["off_path"] = doc["findings"][:2]
+    assert "2 findings off the training path" in markdown.render(report_from_dict(doc))
+
+
 def test_untrusted_names_cannot_break_the_table_or_inject_html(tmp_path):
     root = tmp_path / "repo"
     (root / "k").mkdir(parents=True)

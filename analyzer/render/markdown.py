@@ -170,6 +170,9 @@ def render(report: Report) -> str:
     d = drivers(report)
     if d:
         blocks.append("\n".join(d))
+    if report.off_path:
+        blocks.append(f"{_plural(len(report.off_path), 'finding')} off the training path "
+                      "(no training entry point reaches them) are not in the estimate.")
     note = report.extra.get("baseline")
     if isinstance(note, dict) and "known" in note:
         blocks.append(f"Only findings that are not in the baseline are listed ({note['known']} known ones are not).")
