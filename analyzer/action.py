@@ -178,7 +178,7 @@ def run_action(inputs: ActionInputs, scan: Callable[[Path], ScanOutcome]) -> Act
     if inputs.sarif:
         Path(inputs.sarif).parent.mkdir(parents=True, exist_ok=True)
         Path(inputs.sarif).write_text(sarif.render(head, head_outcome.catalog), encoding="utf-8")
-    outcome = None
+    outcome, api_error = None, ""
     if inputs.comment:
         if number is None:
             notes.append("no pull request in this event: no comment posted")
@@ -189,9 +189,10 @@ def run_action(inputs: ActionInputs, scan: Callable[[Path], ScanOutcome]) -> Act
             valid_at = commit_time(pr.head_sha, repo_root) or commit_time("HEAD", repo_root)
             try:
                 outcome = upsert_comment(client, inputs.repo, number, body, inputs.tag, valid_at)
-            except GitHubError as e:
-                raise ActionError(f"GitHub API: {e}") from None
-            if outcome.action == "forbidden":
+            except GitHubError as e:  # the summary is still written; the step fails afterwards
+                api_error = f"GitHub API: {e}"
+                notes.append(f"The pull-request comment could not be posted: {api_error}")
+            if outcome is not None and outcome.action == "forbidden":
                 notes.append("The pull-request comment could not be posted: this token may not write to the "
                              "pull request (pull requests from forks get a read-only token). This summary has the report.")
     summary = body
@@ -207,4 +208,6 @@ def run_action(inputs: ActionInputs, scan: Callable[[Path], ScanOutcome]) -> Act
         "comment": outcome.action if outcome else "none",
         "comment-url": outcome.url if outcome else "",
     })
+    if api_error:
+        raise ActionError(api_error)
     return ActionResult(head, diff, body, outcome, reasons, notes)

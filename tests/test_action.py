@@ -13,7 +13,7 @@ import pytest
 
 from actionrunner import ActionSyntaxError, evaluate, load_action, run_action
 from conftest import REPO
-from github_server import FakeGitHub
+from github_server import FakeGitHub, Failure
 from neuron_ready.github import marker
 
 NEURON_READY = str(Path(sys.executable).parent / "neuron-ready")
@@ -149,6 +149,18 @@ def test_fail_on_fails_the_step_after_reporting(pr, tmp_path):
         assert len(gh.bodies(OWNER_REPO, 7)) == 1 and (tmp_path / "summary.md").exists()
         ok = run(repo, tmp_path, gh, event_file(tmp_path, base, head), **{"fail-on": "custom-cuda,month-plus", "comment": "false"})
         assert ok.code == 0 and ok.outputs["comment"] == "none"
+
+
+def test_github_down_still_writes_the_summary_then_fails(pr, tmp_path):
+    repo, base, head = pr
+    with FakeGitHub() as gh:
+        gh.fail_next(*[Failure(502, {"Retry-After": "0"}, "Bad Gateway")] * 5)
+        r = run(repo, tmp_path, gh, event_file(tmp_path, base, head))
+        err = r.step("scan").stderr
+        assert r.code == 2 and "502 Bad Gateway (gave up after 5 attempts)" in err and "Traceback" not in err
+        summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+        assert "**This change adds 1 finding and removes 1.**" in summary
+        assert "> The pull-request comment could not be posted: GitHub API:" in summary
 
 
 def test_shallow_checkout_fetches_the_base(pr, tmp_path):
