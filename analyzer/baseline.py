@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,7 @@ def apply_baseline(report: Report, known: set[str]) -> Report:
 # Reports read back from JSON (the contract of render/json.py)
 
 
+_EFFORT_KEYS = {"class", "person_days", "p50", "p80", "drivers"}
 _TOP_LEVEL = {"schema_version", "tool", "target", "root", "summary", "findings", "off_path", "tasks", "diagnostics"}
 
 
@@ -141,6 +142,7 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
         summary = doc["summary"]
         eff = summary["effort"]
         pd = eff.get("person_days") or {}
+        more = {k: v for k, v in eff.items() if k not in _EFFORT_KEYS}
         estimate = Estimate(
             effort_class=eff["class"],
             person_days=Range(float(pd.get("low", 0)), float(pd.get("likely", 0)), float(pd.get("high", 0))),
@@ -148,6 +150,8 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
             p80=float(eff.get("p80", pd.get("high", 0))),
             score=int(summary["score"]),
             drivers=list(eff.get("drivers", [])),
+            # an effort model that adds keys keeps them in `details` (when its Estimate has one)
+            **({"details": more} if more and "details" in {f.name for f in fields(Estimate)} else {}),
         )
         if estimate.effort_class not in EFFORT_CLASSES:
             raise ReportFileError(f"{source}: unknown effort class {estimate.effort_class!r}")
