@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli import run_cli
+from test_sarif import validator  # noqa: F401 - the SARIF 2.1.0 schema fixture
 from neuron_ready.catalog import load_catalog
 from neuron_ready.trace_data import OpUse, TraceRequest, TraceSetupError, parse_inputs
 from neuron_ready.trace_ops import OpJudge, op_matches, status_of, trace_findings, trace_summary
@@ -309,6 +310,15 @@ def test_static_findings_in_functions_that_did_not_run_are_not_traced(tmp_path):
     found = {(f["line"], f["rule"]): f for f in json.loads(r.out)["findings"]}
     assert found[(11, "NR1207")]["status"] == "confirmed"  # .double() ran and the trace saw float64
     assert found[(14, "NR1603")]["status"] == "not-traced"  # export_scores never ran
+
+
+def test_trace_reports_are_valid_sarif(validator):
+    r = run_cli("trace", f"{MODELS}/routing.py:build", "--scan", MODELS, "--format", "sarif", "--no-graph-breaks", cwd=REPO)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert not list(validator.iter_errors(doc))
+    located = {(x["ruleId"], x["locations"][0]["physicalLocation"]["region"]["startLine"]) for x in doc["runs"][0]["results"]}
+    assert {("NR1604", 17), ("NR1603", 18)} <= located
 
 
 def test_text_report_shows_statuses_and_op_counts():
