@@ -7,6 +7,7 @@ from .diff import diff_cmd
 from .hook import hook_cmd
 from .rules import rules_cmd
 from .scan import scan
+from .trace import trace_cmd
 
 main.add_command(scan)
 main.add_command(rules_cmd)
@@ -14,5 +15,6 @@ main.add_command(diff_cmd)
 main.add_command(ci_cmd)
 main.add_command(comment_cmd)
 main.add_command(hook_cmd)
+main.add_command(trace_cmd)
 
 __all__ = ["main"]

@@ -9,6 +9,7 @@ from itertools import groupby
 import click
 
 from ..model import Finding, Report
+from . import trace_text
 
 _CLASS_COLOR = {"days": "green", "weeks": "yellow", "month-plus": "red"}
 
@@ -32,7 +33,7 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     for path, group in groupby(report.findings, key=lambda f: f.path):
         out.append(s(path, bold=True))
         for f in group:
-            tag = " (fallback)" if f.fallback else ""
+            tag = (" (fallback)" if f.fallback else "") + trace_text.finding_tag(f)
             out.append(f"  {_loc(f):>10}  {s(f.rule, fg='cyan')}  {f.message}{s(tag, fg='green')}")
             if f.rule not in explained:
                 explained.add(f.rule)
@@ -53,6 +54,7 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
             where = f"{d.path}:{d.line}" if d.line else d.path
             out.append(f"  {where}  [{d.kind}] {d.message}")
         out.append("")
+    out.extend(trace_text.summary_lines(report.extra.get("trace")))
     est = report.estimate
     n = len(report.findings)
     files = len({f.path for f in report.findings})
