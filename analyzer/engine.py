@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .catalog import Catalog, load_catalog
 from .config import Settings
@@ -155,11 +156,17 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     return results  # type: ignore[return-value]
 
 
-def run_scan(settings: Settings, catalog: Catalog | None = None, progress: Progress | None = None) -> ScanOutcome:
+def run_scan(settings: Settings, catalog: Catalog | None = None,
+             extend: Callable[[list[FileResult]], list[FileResult]] | None = None,
+             progress: Progress | None = None) -> ScanOutcome:
+    """`extend` may add to the per-file results before the report is built (trace mode folds
+    traced findings in there)."""
     catalog = catalog if catalog is not None else active_catalog(settings)
     found = find_files(settings)
     ctx = make_context(settings, catalog, found)
     stats = ScanStats()
     results = scan_files(found.jobs, ctx, settings, progress, stats)
+    if extend is not None:
+        results = extend(results)
     report = build_report(settings, catalog, found, results)
     return ScanOutcome(report, results, catalog, stats)
