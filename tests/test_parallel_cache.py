@@ -261,3 +261,70 @@ def test_first_party_packages_matter_only_when_named_like_a_catalog_package(tmp_
 def test_jobs_must_be_a_whole_number(fixtures):
     r = run_cli("scan", str(fixtures / "mainstream"), "--jobs", "-1")
     assert r.code == 2 and "--jobs" in r.err
+
+
+TEAM_RULE = (
+    '[[rule]]\nid = "NR1097"\ntitle = "our wrapper pins CUDA"\ncategory = "device"\ntargets = ["native"]\n'
+    'confidence = "high"\nevidence = "derived"\neffort = { low = 0.1, likely = 0.2, high = 0.5, per = "occurrence" }\n'
+    'why = "w"\nremedy = "r"\nsource = "https://example.com/wiki"\ninvalid = ["import ourlib\\nourlib.pin_gpu()  # flagged\\n"]\n'
+    '[[rule.match]]\nkind = "call"\nnames = ["ourlib.pin_gpu"]\n'
+)
+
+
+def test_catalog_config_and_tool_version_are_part_of_the_key(fixtures, tmp_path, monkeypatch):
+    """Each change rescans every file, and gives the report a scan without the cache gives; going
+    back to the first settings finds every entry again."""
+    import neuron_ready.cache as cache_module
+
+    tree = shutil.copytree(fixtures / "mainstream", tmp_path / "repo")
+    (tree / "wrap.py").write_text("import ourlib\nourlib.pin_gpu()\n", encoding="utf-8")
+    (tmp_path / "team.toml").write_text(TEAM_RULE, encoding="utf-8")
+    cache = tmp_path / "cache"
+
+    def settings(**changes) -> Settings:
+        return Settings(root=tree, cache_dir=cache, jobs=1, **changes)
+
+    first = run_scan(settings())
+    files = first.stats.files
+    assert first.stats.scanned == files > 3
+    variants = {
+        "extra catalog": dict(extra_catalogs=[tmp_path / "team.toml"]),
+        "select": dict(select=["device"]),
+        "ignore": dict(ignore=["NR1001"]),
+        "target": dict(target="xla"),
+    }
+    for label, change in variants.items():
+        cached = run_scan(settings(**change))
+        assert (cached.stats.cached, cached.stats.scanned) == (0, files), label
+        fresh = run_scan(settings(cache=False, **change))
+        assert render(cached.report, "json") == render(fresh.report, "json"), label
+        assert render(cached.report, "json") != render(first.report, "json"), label
+    assert any(f.rule == "NR1097" for f in run_scan(settings(**variants["extra catalog"])).report.findings)
+
+    monkeypatch.setattr(cache_module, "__version__", cache_module.__version__ + ".post1")
+    assert run_scan(settings()).stats.scanned == files  # another release of the tool
+    monkeypatch.undo()
+    again = run_scan(settings())
+    assert (again.stats.cached, again.stats.scanned) == (files, 0)
+    assert render(again.report, "json") == render(first.report, "json")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_report_does_not_depend_on_the_order_files_are_scanned_in(fixtures, seed):
+    import random
+
+    from neuron_ready.engine import active_catalog, find_files, make_context, scan_files
+    from neuron_ready.report import build_report
+
+    settings = Settings(root=fixtures, cache=False, jobs=2)
+    catalog = active_catalog(settings)
+    found = find_files(settings)
+    ctx = make_context(settings, catalog, found)
+
+    def report(jobs) -> str:
+        return render(build_report(settings, catalog, found, scan_files(jobs, ctx, settings)), "json")
+
+    shuffled = list(found.jobs)
+    random.Random(seed).shuffle(shuffled)
+    assert shuffled != found.jobs
+    assert report(shuffled) == report(found.jobs)
