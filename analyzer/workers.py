@@ -9,7 +9,10 @@ manager over multiprocessing: one pipe per worker, one file at a time, and a dea
 Scheduling: largest files first (the last file to finish decides the wall time), but a libcst tree
 takes about 600 bytes of memory per byte of source (a 1.4 MB file: 800 MB), so files start only
 while the source being parsed at once stays under a budget; one file alone may exceed it, and
-small files always start, so no core idles behind a large one.
+small files always start, so no core idles behind a large one. A worker exits after a large
+file (a fresh fork costs milliseconds): arenas that keep a few survivors of a freed tree stay
+mapped. On torch's largest files, recycling and the 1 MB budget took the peak (PSS of all
+processes) from 1,032 MiB to 807 MiB.
 
 The main process stays free of threads (progress is redrawn from the supervising loop), so workers
 are forked on Linux: they start in milliseconds with the catalog index already built.
@@ -40,9 +43,10 @@ DEFAULT_TIMEOUT = 60.0
 WALL_FACTOR = 4  # a worker not using its CPU (blocked, or a starved machine) is stopped after 4x
 TICK = 0.1  # how often the supervisor wakes to redraw progress
 GC_THRESHOLD = (50_000, 20, 20)
-BUDGET_BYTES = 1_300_000  # source bytes parsed at once (about 800 MB of trees)
+BUDGET_BYTES = 1_000_000  # source bytes parsed at once (about 600 MB of trees)
 SMALL_BYTES = 64 * 1024  # a file this small always starts
 TRIM_BYTES = 64 * 1024  # after a file this large, give the freed tree back to the OS
+RECYCLE_BYTES = 256 * 1024  # after a file this large, exit: fragments of its tree would stay mapped
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,10 @@ def _serve(conn, ctx: ScanContext, keys: Keys | None, parent: int) -> None:
             return
         index, job, size = message
         key, payload = scan_one(job, ctx, keys)
-        conn.send((index, key, payload))
+        retiring = size >= RECYCLE_BYTES
+        conn.send((index, key, payload, retiring))
+        if retiring:  # the supervisor forks a fresh worker when it needs one
+            return
         if size >= TRIM_BYTES:
             trim()
 
@@ -254,11 +261,13 @@ def run_supervised(tasks: list[Task], ctx: ScanContext, keys: Keys | None, worke
                 assert task is not None
                 if w.conn in ready:
                     try:
-                        _, key, payload = w.conn.recv()
+                        _, key, payload, retiring = w.conn.recv()
                     except (EOFError, OSError):
                         pass  # died while answering: reported below
                     else:
                         w.task = None
+                        if retiring:
+                            retire(w)
                         on_done(task, key, payload)
                         continue
                 if not w.process.is_alive():

@@ -328,3 +328,16 @@ def test_the_report_does_not_depend_on_the_order_files_are_scanned_in(fixtures, 
     random.Random(seed).shuffle(shuffled)
     assert shuffled != found.jobs
     assert report(shuffled) == report(found.jobs)
+
+
+def test_workers_recycled_after_large_files_lose_nothing(tmp_path):
+    """A worker exits after a large file and a fresh one takes over (workers.RECYCLE_BYTES)."""
+    from neuron_ready.workers import RECYCLE_BYTES
+
+    big = CUDA_LINE + "y = torch.zeros(3).cuda()\n" * (RECYCLE_BYTES // 26 + 1)
+    assert len(big) > RECYCLE_BYTES
+    tree = _tree(tmp_path / "repo", {**{f"big{i}.py": big for i in range(3)}, **{f"m{i}.py": CUDA_LINE for i in range(5)}})
+    one, two = (run_cli("scan", str(tree), "--format", "json", "--no-cache", "--jobs", j) for j in ("1", "2"))
+    assert one.code == two.code == 0 and one.out == two.out
+    d = json.loads(two.out)
+    assert d["diagnostics"] == [] and {f["path"] for f in d["findings"]} == {f"big{i}.py" for i in range(3)} | {f"m{i}.py" for i in range(5)}
