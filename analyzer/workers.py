@@ -259,7 +259,10 @@ def run_supervised(tasks: list[Task], ctx: ScanContext, keys: Keys | None, worke
             for w in busy_workers:
                 task = w.task
                 assert task is not None
-                if w.conn in ready:
+                # A worker that exits after a large file may have sent its result after wait()
+                # returned: once it is dead nothing more can arrive, so look before calling it a crash.
+                dead = not w.process.is_alive()
+                if w.conn in ready or (dead and w.conn.poll()):
                     try:
                         _, key, payload, retiring = w.conn.recv()
                     except (EOFError, OSError):
@@ -270,7 +273,7 @@ def run_supervised(tasks: list[Task], ctx: ScanContext, keys: Keys | None, worke
                             retire(w)
                         on_done(task, key, payload)
                         continue
-                if not w.process.is_alive():
+                if dead:
                     w.process.join()
                     payload = failure(task.job, "internal-error", f"the analysing process died on this file "
                                       f"({_death(w.process)}); skipped, please report it")
