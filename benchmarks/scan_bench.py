@@ -214,11 +214,11 @@ def measure(label: str, cmd: list[str], out: Path | None = None, env: dict | Non
     wall = float(rest) + sum(float(x) * 60 ** (i + 1) for i, x in enumerate(reversed(h.split(":"))) if x)
     cpu = float(fields["User time (seconds)"]) + float(fields["System time (seconds)"])
     run = Run(label, wall, cpu, int(fields["Maximum resident set size (kbytes)"]) * 1024, peak[0], peak[1], out)
+    print(f"  {label:<34} {run.wall:8.1f} s wall {run.cpu:8.1f} s cpu  peak PSS {run.tree_pss / 2**20:6.0f} MiB, "
+          f"RSS {run.tree_rss / 2**20:.0f} MiB (largest process {run.max_rss / 2**20:.0f} MiB)", file=sys.stderr)
     for line in err.splitlines():  # warnings, and where results came from (NEURON_READY_DEBUG)
         if line.startswith("neuron-ready:"):
             print(f"    {line}", file=sys.stderr)
-    print(f"  {label:<34} {run.wall:8.1f} s wall {run.cpu:8.1f} s cpu  peak PSS {run.tree_pss / 2**20:6.0f} MiB, "
-          f"RSS {run.tree_rss / 2**20:.0f} MiB (largest process {run.max_rss / 2**20:.0f} MiB)", file=sys.stderr)
     return run
 
 
