@@ -87,16 +87,19 @@ def build_settings(paths, target, select, ignore, exclude, config_path, isolated
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
 @click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus), a rule id/prefix/category, or 'any'.")
+@click.option("--entry", "entries", multiple=True, metavar="FILE_OR_MODULE", help="A training entry point (repeatable); default: detected (a __main__ guard that trains).")
 @scan_options
 @click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
 @click.pass_context
-def scan(ctx, paths, fmt, output, fail_on, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
+def scan(ctx, paths, fmt, output, fail_on, entries, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
     """Scan PATHS (default: the current directory) for what a Trainium port must change.
 
     One directory is walked (honouring .gitignore); several paths or files are scanned as given
     and reported relative to the working directory.
     """
     settings = build_settings(paths, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on)
+    if entries:
+        settings.entries = list(entries)
     outcome = run_scan(settings)
     use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
     write_output(render(outcome.report, fmt, color=bool(use_color) and fmt == "text"), output)
