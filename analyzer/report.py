@@ -1,5 +1,5 @@
 """From per-file results to the Report: merge findings and diagnostics, decide what lies on the
-training path, then tasks and the estimate."""
+training path, then tasks, the estimate and (when a workload is configured) the break-even."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from . import __version__
+from . import breakeven
 from .catalog import Catalog
 from .config import Settings
 from .discover import Discovery
@@ -54,4 +55,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         suppressed=sum(r.suppressed for r in results),
     )
     report.extra["reach"] = reach.to_dict()
+    if breakeven.configured(settings.workload):
+        # the effort as the JSON reports it, so `breakeven --report` on this report gives the same numbers
+        result = breakeven.compute(breakeven.workload_from(settings.workload), round(est.p50, 2), round(est.p80, 2))
+        result["summary"] = breakeven.summary_line(result)
+        report.extra["breakeven"] = result
     return report

@@ -67,6 +67,7 @@ def main() -> None:
     \b
     neuron-ready scan ./repo               findings, effort class and readiness score
     neuron-ready rules [NR1001]            the rule catalog, or one rule's page
+    neuron-ready breakeven --report F ...  when the port pays for itself
     """
 
 
