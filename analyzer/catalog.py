@@ -27,7 +27,11 @@ CATEGORY_PREFIX = {c: f"NR{10 + i}" for i, c in enumerate(CATEGORIES)}
 EVIDENCE = ("doc", "issue", "3rd", "derived", "unverified")
 PER = ("occurrence", "task")
 WITHIN = ("train_step", "forward", "collate")
-ATEN_WHEN = ("always", "integer", "integer_or_bool", "float64", "complex")
+# `dynamic`: the op created a data-dependent size (an unbacked symbol) in its result.
+ATEN_WHEN = ("always", "integer", "integer_or_bool", "float64", "complex", "dynamic")
+# What trace mode meets besides ops: TorchDynamo graph breaks, Python branches on tensor data,
+# and code the trace cannot capture.
+TRACE_EVENTS = ("graph-break", "data-dependent-branch", "trace-error")
 # Categories where a guarded import or a kernel path with a PyTorch path beside it is a fallback.
 FALLBACK_CATEGORIES = ("custom-cuda", "triton", "gpu-library")
 
@@ -78,6 +82,7 @@ class Match:
     cuda_pin: bool = False  # dependency kind: CUDA-pinned wheels, CUDA index URLs, conda CUDA
     ops: tuple[str, ...] = ()  # aten kind: "aten::sort" or "sort"
     when: str = "always"  # aten kind: dtype condition
+    events: tuple[str, ...] = ()  # trace kind: TRACE_EVENTS
 
     def triggers(self) -> tuple[str, ...]:
         """Strings one of which must occur in a file's text for this clause to match it."""
@@ -141,8 +146,8 @@ class Rule:
 
     @property
     def static(self) -> bool:
-        """True when some clause matches source (not only aten ops in trace mode)."""
-        return any(m.kind != "aten" for m in self.match)
+        """True when some clause matches source (not only aten ops or events in trace mode)."""
+        return any(m.kind not in ("aten", "trace") for m in self.match)
 
 
 @dataclass
@@ -274,6 +279,7 @@ MATCH_FIELDS: dict[str, tuple[str, ...]] = {
     "dependency": ("packages", "cuda_pin"),
     "native": ("regex", "files", "cuda_only", "per"),
     "aten": ("ops", "when"),
+    "trace": ("events",),
 }
 REQUIRED: dict[str, tuple[str, ...]] = {
     "import": ("modules",),
@@ -286,6 +292,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "pattern": ("matcher",),
     "native": ("regex",),
     "aten": ("ops",),
+    "trace": ("events",),
 }
 ARG_FIELDS = ("keyword", "position", "equals", "pattern", "names", "literal", "missing", "string", "maybe_none", "int_like")
 
@@ -330,7 +337,7 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
         if req not in raw:
             raise c.fail(f"{fieldname}.{req}", f"is required for kind '{kind}'")
     kw: dict[str, Any] = {"kind": kind}
-    for key in ("names", "modules", "packages", "calls", "exclude_calls", "value_names", "requires", "files", "ops"):
+    for key in ("names", "modules", "packages", "calls", "exclude_calls", "value_names", "requires", "files", "ops", "events"):
         if key in raw:
             kw[key] = c.strings(raw, key, f"{fieldname}.{key}", required=True)
     if "regex" in raw:
@@ -360,6 +367,9 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
         kw["per"] = c.choice(raw, "per", f"{fieldname}.per", ("line", "file"))
     if "when" in raw:
         kw["when"] = c.choice(raw, "when", f"{fieldname}.when", ATEN_WHEN)
+    for event in kw.get("events", ()):
+        if event not in TRACE_EVENTS:
+            raise c.fail(f"{fieldname}.events", f"expected some of {', '.join(TRACE_EVENTS)}, got {event!r}")
     if kind == "dependency" and not (kw.get("packages") or kw.get("cuda_pin")):
         raise c.fail(fieldname, "a dependency match needs 'packages' or 'cuda_pin = true'")
     if kind == "keyword" and not (kw.get("values") or kw.get("pattern") or kw.get("value_names")):
@@ -369,7 +379,7 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
         for n in m.names:
             if not re.fullmatch(r"[A-Za-z_]\w*", n):
                 raise c.fail(f"{fieldname}.names", f"{kind} names are identifiers, got {n!r}")
-    elif kind not in ("pattern", "native", "dependency", "aten", "environ") and not all(m.triggers()):
+    elif kind not in ("pattern", "native", "dependency", "aten", "trace", "environ") and not all(m.triggers()):
         raise c.fail(f"{fieldname}.names", "every name needs a literal segment (not only wildcards)")
     return m
 

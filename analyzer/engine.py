@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .catalog import Catalog, load_catalog
 from .config import Settings
@@ -79,10 +80,15 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings) -> lis
     return [scan_file(job, ctx) for job in jobs]
 
 
-def run_scan(settings: Settings, catalog: Catalog | None = None) -> ScanOutcome:
+def run_scan(settings: Settings, catalog: Catalog | None = None,
+             extend: Callable[[list[FileResult]], list[FileResult]] | None = None) -> ScanOutcome:
+    """`extend` may add to the per-file results before the report is built (trace mode folds
+    traced findings in there)."""
     catalog = catalog if catalog is not None else active_catalog(settings)
     found = find_files(settings)
     ctx = make_context(settings, catalog, found)
     results = scan_files(found.jobs, ctx, settings)
+    if extend is not None:
+        results = extend(results)
     report = build_report(settings, catalog, found, results)
     return ScanOutcome(report, results, catalog)

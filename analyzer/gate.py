@@ -22,3 +22,16 @@ def fail_reasons(report: Report, fail_on: list[str], findings: list[Finding] | N
             if hits:
                 reasons.append(f"{len(hits)} finding(s) of {item}")
     return reasons
+
+
+def diff_fail_reasons(diff, fail_on: list[str]) -> list[str]:
+    """--fail-on for a change (a baseline.ReportDiff): the findings it adds, and an effort class
+    it moves the port into; a port already in that class before the change does not fail it."""
+    rest = [x for x in fail_on if x not in EFFORT_CLASSES]
+    reasons = fail_reasons(diff.head, rest, findings=diff.new)
+    before = EFFORT_CLASSES.index(diff.base.estimate.effort_class)
+    after = EFFORT_CLASSES.index(diff.head.estimate.effort_class)
+    for item in (x for x in fail_on if x in EFFORT_CLASSES):
+        if before < EFFORT_CLASSES.index(item) <= after:
+            reasons.append(f"effort class rose from {EFFORT_CLASSES[before]} to {EFFORT_CLASSES[after]}, at or above {item}")
+    return reasons

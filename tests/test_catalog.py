@@ -26,7 +26,8 @@ def _examples(kind):
 
 @pytest.mark.parametrize("rule,example", list(_examples("invalid")))
 def test_invalid_example_is_flagged_on_marked_lines(rule, example):
-    for target in rule.targets:
+    # Matching does not depend on the target (only remedy text does), so one target is enough.
+    for target in rule.targets[:1]:
         got, diagnostics = run_example(rule, example, target)
         assert not diagnostics, diagnostics
         want = flagged_lines(example)
@@ -38,7 +39,7 @@ def test_invalid_example_is_flagged_on_marked_lines(rule, example):
 
 @pytest.mark.parametrize("rule,example", list(_examples("valid")))
 def test_valid_example_is_not_flagged(rule, example):
-    for target in rule.targets:
+    for target in rule.targets[:1]:
         got, diagnostics = run_example(rule, example, target)
         assert not diagnostics, diagnostics
         assert not got, f"{rule.id} ({target}) fired on lines {sorted(got)} of a valid example"

@@ -101,10 +101,12 @@ def test_attribute_references_in_load_context():
         torch.float16 = 3
         if x.dtype == torch.float16 or x.dtype in (torch.half, torch.bfloat16):
             pass
+        dt = torch.float16
+        y = x.to(dt)
         """,
         CALLS,
     )
-    assert [(h[0], h[2]) for h in hits(r)] == [(4, "torch.float16"), (5, "torch.half")]
+    assert [(h[0], h[2]) for h in hits(r)] == [(4, "torch.float16"), (5, "torch.half"), (9, "torch.float16")]
 
 
 def test_argument_conditions_and_string_shapes():
@@ -269,6 +271,11 @@ def test_suppressions():
 def test_relative_imports_resolve_against_the_package():
     r = scan_text("from .kernels import fused\nfrom .. import utils\n", CALLS, name="pkg/sub/mod.py")
     assert set(r.facts["imports"]) >= {"pkg.sub.kernels", "pkg.utils"}
+
+
+def test_snippets_of_parenthesized_imports():
+    r = scan_text("from flash_attn import (\n    flash_attn_func,\n)\n", CALLS)
+    assert [f.snippet for f in r.findings] == ["from flash_attn import ( flash_attn_func, )"]
 
 
 def test_positions_are_one_based_and_point_at_the_code():

@@ -56,6 +56,10 @@ def test_wheel_in_fresh_venv_scans_from_another_directory(wheel, tmp_path, fixtu
     assert {f["category"] for f in report["findings"]} >= {"custom-cuda", "triton"}
     r = subprocess.run([str(exe), "rules", "NR1001"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "NR1001" in r.stdout
+    # the base install has no torch: trace says what to install, in one line
+    r = subprocess.run([str(exe), "trace", "repo/model.py:ScanLM"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "neuron-ready: error: `neuron-ready trace` needs PyTorch: pip install 'neuron-ready[trace]'\n"
     # the installed package is the wheel's, not this checkout's
     where = subprocess.run([str(py), "-c", "import neuron_ready, sys; print(neuron_ready.__file__)"],
                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout

@@ -12,6 +12,7 @@ import sys
 import click
 
 from .. import __version__
+from ..baseline import ReportFileError
 from ..catalog import CatalogError
 from ..config import ConfigError
 
@@ -37,7 +38,7 @@ class Group(click.Group):
         except click.ClickException as e:
             e.show()
             sys.exit(EXIT_USAGE if e.exit_code == 2 or isinstance(e, click.UsageError) else e.exit_code)
-        except (ConfigError, CatalogError, UserError) as e:
+        except (ConfigError, CatalogError, UserError, ReportFileError) as e:
             click.echo(f"neuron-ready: error: {e}", err=True)
             sys.exit(EXIT_USAGE)
         except BrokenPipeError:
@@ -67,6 +68,11 @@ def main() -> None:
     \b
     neuron-ready scan ./repo               findings, effort class and readiness score
     neuron-ready rules [NR1001]            the rule catalog, or one rule's page
+    neuron-ready trace pkg.model:build     the model's real aten ops, forward and backward
+    neuron-ready diff base.json head.json  what a change adds and removes
+    neuron-ready hook FILES...             the pre-commit hook
+    neuron-ready ci                        what the GitHub Action runs
+    neuron-ready comment body.md           create or update the sticky PR comment
     neuron-ready breakeven --report F ...  when the port pays for itself
     """
 

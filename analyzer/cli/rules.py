@@ -9,6 +9,7 @@ import click
 
 from ..catalog import Catalog, Rule, load_catalog
 from ..model import CATEGORIES, TARGETS
+from ..render.rulepage import rule_markdown
 from .base import UserError, write_output
 
 
@@ -92,7 +93,10 @@ def rules_cmd(rule_id, category, target, fmt, output, extra):
         rule = catalog.get(rule_id)
         if rule is None:
             raise UserError(f"no rule {rule_id!r}; `neuron-ready rules` lists them")
-        text = json.dumps(rule_dict(rule), indent=2) + "\n" if fmt == "json" else rule_page(rule)
+        if fmt == "markdown":
+            text = rule_markdown(rule)
+        else:
+            text = json.dumps(rule_dict(rule), indent=2) + "\n" if fmt == "json" else rule_page(rule)
         write_output(text, output)
         return
     sel = catalog.select(target=target, select=[category] if category else [])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..baseline import apply_baseline, baseline_text, load_baseline
 from ..config import check_fail_on, load_settings, parse_size
 from ..engine import run_scan
 from ..gate import fail_reasons
@@ -82,16 +83,38 @@ def build_settings(paths, target, select, ignore, exclude, config_path, isolated
     return settings
 
 
+baseline_option = click.option(
+    "--baseline", "baseline_path", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False),
+    help="List, and count toward --fail-on, only findings not in FILE (a baseline or a JSON report).")
+
+
+def with_baseline(report, baseline_path: Path | None, write_baseline: Path | None = None):
+    """Write the baseline first (from every finding), then keep only what the given baseline lacks."""
+    if write_baseline is not None:
+        write_output(baseline_text(report), str(write_baseline))
+    if baseline_path is None:
+        return report
+    if not baseline_path.exists():
+        raise UserError(f"baseline file not found: {baseline_path} (create it with --write-baseline)")
+    report = apply_baseline(report, load_baseline(baseline_path))
+    note = report.extra["baseline"]
+    click.echo(f"neuron-ready: baseline {baseline_path}: {note['new']} new finding(s), {note['known']} known", err=True)
+    return report
+
+
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
 @click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus), a rule id/prefix/category, or 'any'.")
+@baseline_option
+@click.option("--write-baseline", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write every finding's fingerprint to FILE: they are accepted from now on.")
 @click.option("--entry", "entries", multiple=True, metavar="FILE_OR_MODULE", help="A training entry point (repeatable); default: detected (a __main__ guard that trains).")
 @scan_options
 @click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
 @click.pass_context
-def scan(ctx, paths, fmt, output, fail_on, entries, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
+def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entries, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
     """Scan PATHS (default: the current directory) for what a Trainium port must change.
 
     One directory is walked (honouring .gitignore); several paths or files are scanned as given
@@ -101,9 +124,10 @@ def scan(ctx, paths, fmt, output, fail_on, entries, target, select, ignore, excl
     if entries:
         settings.entries = list(entries)
     outcome = run_scan(settings)
+    report = with_baseline(outcome.report, baseline_path, write_baseline)
     use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
-    write_output(render(outcome.report, fmt, color=bool(use_color) and fmt == "text"), output)
-    reasons = fail_reasons(outcome.report, settings.fail_on)
+    write_output(render(report, fmt, color=bool(use_color) and fmt == "text", catalog=outcome.catalog), output)
+    reasons = fail_reasons(report, settings.fail_on)
     if reasons:
         click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
         ctx.exit(1)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from ..model import Report
 from . import json as json_fmt
+from . import markdown as markdown_fmt
+from . import sarif as sarif_fmt
 from . import text as text_fmt
 
-FORMATS = {"text": text_fmt.render, "json": json_fmt.render}
+FORMATS = {"text": text_fmt.render, "json": json_fmt.render, "sarif": sarif_fmt.render, "markdown": markdown_fmt.render}
 
 
-def render(report: Report, fmt: str, color: bool = False) -> str:
+def render(report: Report, fmt: str, color: bool = False, catalog=None) -> str:
     if fmt == "text":
         return text_fmt.render(report, color=color)
+    if fmt == "sarif":  # rule descriptions come from the catalog the scan used (extra catalogs too)
+        return sarif_fmt.render(report, catalog)
     return FORMATS[fmt](report)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from itertools import groupby
 
 import click
 
 from ..model import Finding, Report
+from . import trace_text
 
 _CLASS_COLOR = {"days": "green", "weeks": "yellow", "month-plus": "red"}
 
@@ -19,17 +22,24 @@ def _pd(x: float) -> str:
     return f"{x:.1f}"
 
 
-def render(report: Report, color: bool = False) -> str:
+def render(report: Report, color: bool = False, width: int | None = None) -> str:
     def s(text: str, **kw) -> str:
         return click.style(text, **kw) if color else text
 
+    width = width or max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+    indent = " " * 14
     out: list[str] = []
+    explained: set[str] = set()  # a rule's remedy is shown once, at its first finding
     for path, group in groupby(report.findings, key=lambda f: f.path):
         out.append(s(path, bold=True))
         for f in group:
-            tag = " (fallback)" if f.fallback else ""
+            tag = (" (fallback)" if f.fallback else "") + trace_text.finding_tag(f)
             out.append(f"  {_loc(f):>10}  {s(f.rule, fg='cyan')}  {f.message}{s(tag, fg='green')}")
-            out.append(f"  {'':>10}  {s('fix:', dim=True)} {f.remedy}")
+            if f.rule not in explained:
+                explained.add(f.rule)
+                fix = textwrap.wrap(f.remedy, width - len(indent) - 5) or [""]
+                out.append(f"{indent}{s('fix:', dim=True)} {fix[0]}")
+                out.extend(f"{indent}     {line}" for line in fix[1:])
         out.append("")
     if report.off_path:
         out.append(s(f"Off the training path ({len(report.off_path)} findings, not in the estimate)", bold=True))
@@ -45,6 +55,7 @@ def render(report: Report, color: bool = False) -> str:
             where = f"{d.path}:{d.line}" if d.line else d.path
             out.append(f"  {where}  [{d.kind}] {d.message}")
         out.append("")
+    out.extend(trace_text.summary_lines(report.extra.get("trace")))
     est = report.estimate
     n = len(report.findings)
     files = len({f.path for f in report.findings})

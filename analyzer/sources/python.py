@@ -58,6 +58,7 @@ class Binding:
     qualname: str | None  # None: a local value that shadows any import
     guarded: bool = False
     type_only: bool = False
+    alias: bool = False  # bound by assignment (`dt = torch.float64`), not by an import
 
 
 @dataclass(slots=True)
@@ -314,7 +315,7 @@ class PythonScanner(Walker):
                         return  # `flash_attn = None` in an except branch keeps the import's meaning
                 q, guarded = self.resolve(value) if type(value) in (cst.Name, cst.Attribute) else (None, False)
                 if q is not None:
-                    self.bind(target.value, Binding(q, guarded))  # `F = torch.nn.functional`
+                    self.bind(target.value, Binding(q, guarded, alias=True))  # `F = torch.nn.functional`
                     return
             self.bind(target.value, Binding(None))
         elif t in (cst.Tuple, cst.List):
@@ -682,6 +683,10 @@ class PythonScanner(Walker):
     def reference(self, node: cst.CSTNode, line: int) -> None:
         if not self.idx.attributes:
             return
+        if type(node) is cst.Name:
+            b = self.lookup(node.value)
+            if b is not None and b.alias:
+                return  # `dt = torch.float64` was reported where it was written, not at every use
         q, guarded = self.resolve(node)
         if q is None or q.startswith("builtins."):
             return
@@ -1065,7 +1070,7 @@ _WS = re.compile(r"\s+")
 
 
 def _short_code(node: cst.CSTNode, limit: int = 60) -> str:
-    if getattr(node, "lpar", None):
+    if type(getattr(node, "lpar", None)) in (list, tuple) and node.lpar:
         node = node.with_changes(lpar=(), rpar=())  # `(\n x.cuda()\n)` reads as `x.cuda()`
     if getattr(node, "leading_lines", None):
         node = node.with_changes(leading_lines=())  # a decorator's comment lines above it

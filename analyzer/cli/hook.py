@@ -1,0 +1,42 @@
+"""`neuron-ready hook FILES...`: the pre-commit entry point. Scans only the files given (none: pass),
+lists what is not in the baseline, and fails on findings at or above the threshold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..engine import run_scan
+from ..gate import fail_reasons
+from ..render import render
+from .scan import baseline_option, build_settings, scan_options, with_baseline
+
+
+@click.command("hook")
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--fail-on", multiple=True, metavar="THRESHOLD",
+              help="Fail (exit 1) when met: an effort class, a rule id/prefix/category, or 'any'. Default: fail-on from the configuration, else any.")
+@baseline_option
+@scan_options
+@click.option("--color/--no-color", default=None, help="Colour the output (default: when writing to a terminal).")
+@click.pass_context
+def hook_cmd(ctx, files, fail_on, baseline_path, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
+    """Scan the FILES pre-commit passes; with no files, do nothing and pass.
+
+    Only findings that are not in --baseline count. An effort-class threshold judges the
+    estimate of the files being committed, not of the whole repository.
+    """
+    if not files:
+        return
+    settings = build_settings(files, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on)
+    if not settings.fail_on:
+        settings.fail_on = ["any"]
+    outcome = run_scan(settings)
+    report = with_baseline(outcome.report, baseline_path)
+    reasons = fail_reasons(report, settings.fail_on)
+    if report.findings or report.diagnostics or reasons:
+        click.echo(render(report, "text", color=bool(color)), nl=False)
+    if reasons:
+        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
+        ctx.exit(1)

@@ -1,0 +1,87 @@
+"""`neuron-ready trace MODULE:FACTORY`: run the model on fake tensors and judge its real aten ops.
+
+The only command that executes user code, and only the factory the user names. torch is imported
+here lazily (through ..trace), so the base install runs every other command without it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import click
+
+from ..discover import Discovery
+from ..engine import active_catalog, run_scan
+from ..gate import fail_reasons
+from ..render import FORMATS, render
+from ..report import build_report
+from ..sources import FileResult
+from ..trace_data import TraceRequest, TraceSetupError, parse_inputs
+from ..trace_merge import merge, status_counts
+from ..trace_ops import OpJudge, trace_findings, trace_summary
+from .base import UserError, write_output
+from .scan import build_settings, scan_options
+
+
+@click.command("trace")
+@click.argument("factory", metavar="MODULE:FACTORY")
+@click.option("--inputs", multiple=True, metavar="SPEC",
+              help="Example inputs when the factory returns none: NAME:DTYPE[DIMS] (keyword) or DTYPE[DIMS] "
+                   "(positional), e.g. 'input_ids:int64[8,2048]'; repeatable or space-separated.")
+@click.option("--train/--no-train", default=True, show_default=True,
+              help="Trace forward and backward from a loss (train mode), or forward only (eval mode).")
+@click.option("--dynamic", is_flag=True, help="Make the batch and sequence dimensions of the inputs symbolic.")
+@click.option("--scan", "scan_path", type=click.Path(path_type=Path), metavar="PATH",
+              help="Also scan PATH statically and merge: static findings are marked confirmed, traced or not-traced.")
+@click.option("--graph-breaks/--no-graph-breaks", default=True, show_default=True,
+              help="Find TorchDynamo graph breaks with torch._dynamo.explain.")
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format.")
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
+@click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class, a rule id/prefix/category, or 'any'.")
+@scan_options
+@click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
+@click.pass_context
+def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt, output, fail_on,
+              target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
+    """Trace a model's real aten graph, forward and backward, on fake tensors (no GPU, no weights).
+
+    MODULE:FACTORY names a callable that returns the model, or (model, inputs): a module path
+    (pkg.models:build), a file (path/to/model.py:build), or hf:CONFIG.json for a Hugging Face
+    config file. Findings point at the user's own source lines.
+    """
+    if importlib.util.find_spec("torch") is None:
+        raise UserError("`neuron-ready trace` needs PyTorch: pip install 'neuron-ready[trace]'")
+    settings = build_settings((scan_path,) if scan_path else (), target, select, ignore, exclude, config_path,
+                              isolated, max_file_size, no_gitignore, fail_on)
+    try:
+        request = TraceRequest(factory, Path(settings.root), parse_inputs(inputs), train, dynamic, graph_breaks)
+        from ..trace import run_trace  # imports torch
+
+        result = run_trace(request)
+    except TraceSetupError as e:
+        raise UserError(str(e)) from None
+    catalog = active_catalog(settings)
+    judge = OpJudge(catalog)
+    traced, suppressed = trace_findings(result, judge, settings.target, str(settings.root), settings.per_path_ignores)
+    trace_result = FileResult(rel="", kind="trace", suppressed=suppressed)
+    if scan_path:
+        def extend(results: list[FileResult]) -> list[FileResult]:
+            static = [f for r in results for f in r.findings]
+            trace_result.findings = merge(static, traced, result, str(settings.root))
+            return results + [trace_result]
+
+        report = run_scan(settings, catalog, extend).report
+    else:
+        trace_result.findings = traced
+        report = build_report(settings, catalog, Discovery(), [trace_result])
+    summary = trace_summary(result, judge)
+    summary["findings"] = status_counts(report.findings)
+    report.extra["trace"] = summary
+    use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
+    write_output(render(report, fmt, color=bool(use_color) and fmt == "text"), output)
+    reasons = fail_reasons(report, settings.fail_on)
+    if reasons:
+        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
+        ctx.exit(1)

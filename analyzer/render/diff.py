@@ -1,0 +1,42 @@
+"""A change between two reports (baseline.ReportDiff) as text, JSON or the PR-comment Markdown."""
+
+from __future__ import annotations
+
+import json
+
+from ..baseline import ReportDiff
+from ..model import Finding
+from . import markdown
+
+DIFF_FORMATS = ("text", "json", "markdown")
+
+
+def _line(f: Finding) -> str:
+    where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell is not None else f"{f.path}:{f.line}:{f.column}"
+    return f"  {where}  {f.rule}  {f.message}{' (fallback)' if f.fallback else ''}"
+
+
+def text(diff: ReportDiff) -> str:
+    b, h = diff.base.estimate, diff.head.estimate
+    change = diff.class_change
+    moved = "unchanged" if change == 0 else f"{'up' if change > 0 else 'down'} {abs(change)} class{'es' if abs(change) > 1 else ''}"
+    out = [
+        f"Readiness {b.score} -> {h.score} ({diff.score_delta:+d}) · effort {b.effort_class} -> {h.effort_class} ({moved})",
+        f"P50 {b.p50:.1f} -> {h.p50:.1f} / P80 {b.p80:.1f} -> {h.p80:.1f} person-days",
+        f"Findings {len(diff.base.findings)} -> {len(diff.head.findings)}: {len(diff.new)} new, {len(diff.fixed)} fixed, {diff.unchanged} unchanged",
+    ]
+    bb, hb = markdown.breakeven_line(diff.base), markdown.breakeven_line(diff.head)
+    if bb or hb:
+        out.append(f"Break-even: {bb or '-'} -> {hb or '-'}")
+    for title, items in (("New", diff.new), ("Fixed", diff.fixed)):
+        if items:
+            out += ["", f"{title} ({len(items)})"] + [_line(f) for f in items]
+    return "\n".join(out) + "\n"
+
+
+def render(diff: ReportDiff, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(diff.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "markdown":
+        return markdown.render_diff(diff)
+    return text(diff)
