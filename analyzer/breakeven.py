@@ -194,3 +194,21 @@ def _rounded(d):
     if isinstance(d, float):
         return round(d, 4)
     return d
+
+
+def cumulative(result: dict, points: int = 2) -> dict:
+    """Cumulative cost against runs for the chart: the GPU line, Trainium with the P50 and the P80
+    port cost, and the runs axis long enough to show the P80 crossing (or 12 runs when never)."""
+    gpu, trn = result["gpu_cost_per_run"], result["trainium_cost_per_run"]
+    r50, r80 = result["breakeven_runs"], result["p80"]["breakeven_runs"]
+    crossings = [r for r in (r50, r80) if r is not None]
+    last = max(12.0, math.ceil(1.5 * max(crossings))) if crossings else 12.0
+    runs = [last * i / (points - 1) for i in range(points)]
+    return {
+        "runs": runs,
+        "gpu": [gpu * n for n in runs],
+        "trainium_p50": [result["port_cost"] + trn * n for n in runs],
+        "trainium_p80": [result["p80"]["port_cost"] + trn * n for n in runs],
+        # (runs, cost) where Trainium with the port catches up with the GPU
+        "crossings": {"p50": None if r50 is None else (r50, gpu * r50), "p80": None if r80 is None else (r80, gpu * r80)},
+    }
