@@ -73,7 +73,8 @@ def _price(values: dict, side: str, pricing: str) -> tuple[float, str | None, st
     label = "GPU" if side == "gpu" else "Trainium"
     if not name:
         example = "p5.48xlarge" if side == "gpu" else "trn1.32xlarge"
-        raise ConfigError(f"no {label} price: pass --{side}-instance NAME (e.g. {example}) or {flag} USD-per-hour")
+        raise ConfigError(f"no {label} price: pass --{side}-instance NAME (e.g. {example}) or {flag} USD-per-hour "
+                          f"({side}-instance or {side}-price in [tool.neuron-ready.workload])")
     _, p = lookup(name, "gpu" if side == "gpu" else "trainium", pricing, flag)
     return p.usd, name, f"{name} {pricing} {p.usd:g}/h ({p.date}; {p.source})"
 
@@ -85,7 +86,8 @@ def workload_from(values: dict) -> Workload:
         raise ConfigError(f"workload pricing: expected one of {', '.join(PRICINGS)}, got {pricing!r}")
     hours = workload_number(values, "gpu-hours-per-run")
     if hours is None:
-        raise ConfigError("no GPU hours per run: pass --gpu-hours-per-run H (wall-clock hours of one training run on the GPU cluster)")
+        raise ConfigError("no GPU hours per run: pass --gpu-hours-per-run H (wall-clock hours of one training run on "
+                          "the GPU cluster; gpu-hours-per-run in [tool.neuron-ready.workload])")
     gpu_price, gpu_name, gpu_src = _price(values, "gpu", pricing)
     trn_price, trn_name, trn_src = _price(values, "trainium", pricing)
     day_rate = workload_number(values, "day-rate", positive=False, minimum=0.0)

@@ -257,6 +257,15 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
     settings.config_path = raw.path
 
 
+def workload_error(settings: Settings, error: ConfigError) -> ConfigError:
+    """A break-even input problem met while scanning, pointed at the workload table of the config
+    (flags cannot fix a scan's workload: its keys can)."""
+    if settings.config_path is None:
+        return error
+    raw = read_config(settings.config_path)
+    return raw.error(f"workload: {error}", None, "workload")
+
+
 def _workload_problem(key: str, value: Any) -> str | None:
     """Why a [tool.neuron-ready.workload] value cannot be used, or None."""
     if key in _WORKLOAD_NAMES:

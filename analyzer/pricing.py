@@ -110,12 +110,12 @@ def lookup(name: str, family: str, pricing: str, flag: str, catalog: dict[str, I
     if inst is None:
         known = ", ".join(sorted(n for n, i in catalog.items() if i.family == family))
         raise ConfigError(f"unknown {family.replace('gpu', 'GPU').replace('trainium', 'Trainium')} instance {name!r} "
-                          f"(the pricing catalog knows {known}); or pass {flag} USD-per-hour")
+                          f"(the pricing catalog knows {known}); or pass {flag} USD-per-hour ({flag[2:]} in [tool.neuron-ready.workload])")
     if inst.family != family:
         raise ConfigError(f"{name} is a {inst.family} instance, not a {family} one")
     price = inst.prices.get(pricing)
     if price is None:
         have = ", ".join(inst.prices) or "none"
         raise ConfigError(f"{name} has no published {pricing} price in the pricing catalog (it has: {have}); "
-                          f"pass {flag} USD-per-hour")
+                          f"pass {flag} USD-per-hour ({flag[2:]} in [tool.neuron-ready.workload])")
     return inst, price

@@ -9,7 +9,7 @@ from pathlib import Path
 from . import __version__
 from . import breakeven
 from .catalog import Catalog
-from .config import Settings
+from .config import ConfigError, Settings, workload_error
 from .discover import Discovery
 from .effort import estimate
 from .model import Diagnostic, Finding, Report
@@ -57,7 +57,11 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     report.extra["reach"] = reach.to_dict()
     if breakeven.configured(settings.workload):
         # the effort as the JSON reports it, so `breakeven --report` on this report gives the same numbers
-        result = breakeven.compute(breakeven.workload_from(settings.workload), round(est.p50, 2), round(est.p80, 2))
+        try:
+            workload = breakeven.workload_from(settings.workload)
+        except ConfigError as e:
+            raise workload_error(settings, e) from None
+        result = breakeven.compute(workload, round(est.p50, 2), round(est.p80, 2))
         result["summary"] = breakeven.summary_line(result)
         report.extra["breakeven"] = result
     return report

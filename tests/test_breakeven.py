@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 from hypothesis import given, settings
@@ -238,16 +239,21 @@ def test_bad_workload_config_names_file_and_line(tmp_path):
     assert r.code == 2 and "pyproject.toml:3:" in r.err and "runs-per-month: must be greater than 0" in r.err
 
 
-def test_scan_adds_breakeven_when_a_workload_is_configured(tmp_path):
-    import shutil
-
+def repo_with(tmp_path, fixture: str, pyproject: str):
+    """A copy of a fixture repository with this pyproject.toml."""
     root = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "cuda_extension", root)
-    (root / "pyproject.toml").write_text(
-        "[tool.neuron-ready.workload]\n"
-        'gpu-instance = "p5.48xlarge"\ntrainium-instance = "trn1.32xlarge"\n'
-        "gpu-hours-per-run = 100\nrelative-throughput = 0.8\nruns-per-month = 4\n"
-    )
+    shutil.copytree(FIXTURES / fixture, root)
+    (root / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    return root
+
+
+WORKLOAD = ("[tool.neuron-ready.workload]\n"
+            'gpu-instance = "p5.48xlarge"\ntrainium-instance = "trn1.32xlarge"\n'
+            "gpu-hours-per-run = 100\nrelative-throughput = 0.8\nruns-per-month = 4\n")
+
+
+def test_scan_adds_breakeven_when_a_workload_is_configured(tmp_path):
+    root = repo_with(tmp_path, "cuda_extension", WORKLOAD)
     r = run_cli("scan", str(root), "--format", "json", cwd=tmp_path)
     data = json.loads(r.out)
     b = data["breakeven"]
@@ -257,3 +263,22 @@ def test_scan_adds_breakeven_when_a_workload_is_configured(tmp_path):
     assert "Break-even: " in text and "verdict: trainium" in text
     plain = run_cli("scan", str(FIXTURES / "cuda_extension"), "--format", "json", "--isolated", cwd=tmp_path)
     assert "breakeven" not in json.loads(plain.out)
+
+
+def test_scan_workload_without_a_price_names_the_config(tmp_path):
+    root = repo_with(tmp_path, "mainstream", '[project]\nname = "x"\n\n'
+                     + WORKLOAD.replace("trn1.32xlarge", "trn2.48xlarge"))
+    r = run_cli("scan", str(root), cwd=tmp_path)
+    assert r.code == 2 and r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert "pyproject.toml:4:" in r.err and "trn2.48xlarge has no published on-demand price" in r.err
+    assert "trainium-price in [tool.neuron-ready.workload]" in r.err
+
+
+def test_scan_markdown_comment_carries_the_breakeven_line(tmp_path):
+    prices = WORKLOAD.replace('gpu-instance = "p5.48xlarge"', "gpu-price = 55.04")
+    root = repo_with(tmp_path, "cuda_extension", prices.replace('trainium-instance = "trn1.32xlarge"', "trainium-price = 21.50"))
+    body = run_cli("scan", str(root), "--format", "markdown", cwd=tmp_path).out
+    data = json.loads(run_cli("scan", str(root), "--format", "json", cwd=tmp_path).out)
+    runs = data["summary"]["effort"]["p50"] * 1200 / 2816.5
+    assert f"Break-even: {runs:.1f} runs ≈ {runs / 4:.1f} months at P50" in body
+    assert body.index("Break-even:") < body.index("**Top drivers**")
