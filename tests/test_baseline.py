@@ -100,6 +100,20 @@ def test_write_baseline_then_only_new_findings_fail(repo):
     assert r.code == 0
 
 
+def test_baseline_accepts_findings_off_the_training_path(repo):
+    """A directory scan puts an unbuilt kernel and a test off the path; the hook scans files alone,
+    where they count: the baseline written from the directory must still know them."""
+    (repo / "kernel.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n", encoding="utf-8")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_gpu.py").write_text("import torch\nx = torch.zeros(2).cuda()\n", encoding="utf-8")
+    r = run_cli("scan", ".", "--write-baseline", "nr-baseline.json", "--format", "json", cwd=repo)
+    d = json.loads(r.out)
+    assert {f["path"] for f in d["off_path"]} == {"kernel.cu", "tests/test_gpu.py"}
+    assert len(json.loads((repo / "nr-baseline.json").read_text())["findings"]) == len(d["findings"]) + 2
+    r = run_cli("scan", "kernel.cu", "tests/test_gpu.py", "--baseline", "nr-baseline.json", "--fail-on", "any", cwd=repo)
+    assert r.code == 0 and "0 new finding(s)" in r.err, r.err  # the kernel counts here, and is known
+
+
 def test_a_json_report_works_as_a_baseline(repo):
     r = run_cli("scan", ".", "--format", "json", "-o", "report.json", cwd=repo)
     assert r.code == 0
