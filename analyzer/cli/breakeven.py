@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .. import breakeven as be
-from ..config import PRICINGS, load_settings
+from ..config import PRICINGS, ConfigError, load_settings
 from ..render.breakeven import render_text
 from .base import UserError, write_output
 
@@ -74,13 +74,21 @@ def breakeven_cmd(report_path, fmt, output, config_path, isolated, **flags):
             values[key] = flags[name]
     if report_path is not None and flags.get("person_days") is not None:
         raise UserError("give the effort once: --report FILE or --person-days D, not both")
-    if report_path is not None:
-        p50, p80 = read_report(report_path)
-    elif values.get("person-days") is not None:
-        p50 = p80 = be.workload_number(values, "person-days", positive=False, minimum=0.0)
-    else:
-        raise UserError("no port effort: pass --report scan.json (a `neuron-ready scan --format json` report) or --person-days D")
-    workload = be.workload_from(values)
+    given = {key for name, key in _FLAGS.items() if flags.get(name) is not None}
+    try:
+        if report_path is not None:
+            p50, p80 = read_report(report_path)
+        elif values.get("person-days") is not None:
+            p50 = p80 = be.workload_number(values, "person-days", positive=False, minimum=0.0)
+        else:
+            raise UserError("no port effort: pass --report scan.json (a `neuron-ready scan --format json` report) or --person-days D")
+        workload = be.workload_from(values)
+    except ConfigError as e:
+        # the config's values were checked (with file and line) when it was read: a bad value here is a flag's
+        key = next((k for k in given if str(e).startswith(f"workload {k}:")), None)
+        if key is None:
+            raise
+        raise UserError(f"--{str(e).removeprefix('workload ')}") from None
     result = be.compute(workload, p50, p80)
     sens = be.sensitivity(workload, p50)
     if fmt == "json":
