@@ -24,6 +24,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde3ea;font-size:13px}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e8edf2;vertical-align:top}
 th{background:#eef2f6;font-weight:600}td.n{text-align:right;white-space:nowrap}
+table.compact{width:auto;min-width:480px}table.compact th:not(:first-child){text-align:right}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#eef2f6;padding:1px 4px;border-radius:3px;word-break:break-all}
 .note{background:#fff8e1;border:1px solid #f0d98c;border-radius:6px;padding:8px 12px}
 img.chart{max-width:100%;background:#fff;border:1px solid #dde3ea;border-radius:8px}
@@ -61,13 +62,14 @@ def _card(key: str, value: str, cls: str = "") -> str:
     return f'<div class="card"><div class="k">{_e(key)}</div><div class="v {cls}">{value}</div></div>'
 
 
-def _table(head: list[str], rows: list[list[str]], numeric: tuple[int, ...] = ()) -> str:
+def _table(head: list[str], rows: list[list[str]], numeric: tuple[int, ...] = (), cls: str = "") -> str:
     th = "".join(f"<th>{_e(h)}</th>" for h in head)
     body = "".join(
         "<tr>" + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>"
         for r in rows
     )
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _summary(report: Report) -> list[str]:
@@ -129,7 +131,7 @@ def _breakeven(report: Report) -> list[str]:
         ["Break-even months", months(be["breakeven_months"]), months(p80.get("breakeven_months"))],
         ["Verdict", _e(be["verdict"]), _e(p80.get("verdict", ""))],
     ]
-    out.append(_table(["", "P50", "P80"], rows, numeric=(1, 2)))
+    out.append(_table(["", "P50", "P80"], rows, numeric=(1, 2), cls="compact"))
     if w:
         out.append(f'<p class="sub">Inputs: {_e(gpu_label)} ×{_e(w.get("gpu_instances"))} vs {_e(trn_label)} '
                    f'×{_e(w.get("trainium_instances"))} ({_e(w.get("pricing"))}), {_e(w.get("gpu_hours_per_run"))} GPU hours '
