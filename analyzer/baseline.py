@@ -50,11 +50,19 @@ def fingerprints(findings: list[Finding]) -> list[str]:
 # Baseline files
 
 
+def accepted(report: Report) -> list[Finding]:
+    """Every finding a baseline accepts: off the training path too, because a scan of the files
+    alone (the pre-commit hook) has no entry points and counts them. Reachability is per file, so
+    the occurrence numbers of a file's findings are the same in either list."""
+    return report.findings + report.off_path
+
+
 def baseline_text(report: Report) -> str:
     """The baseline file: the accepted findings with their fingerprints, readable in review."""
+    found = accepted(report)
     rows = [
         {"fingerprint": fp, "rule": f.rule, "path": f.path, "line": f.line, "snippet": normalise(f.snippet)}
-        for fp, f in zip(fingerprints(report.findings), report.findings)
+        for fp, f in zip(fingerprints(found), found)
     ]
     doc = {
         "kind": BASELINE_KIND,
@@ -94,7 +102,7 @@ def load_baseline(path: Path | str) -> set[str]:
         if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("fingerprint"), str) for r in rows):
             raise ReportFileError(f"{path}: 'findings' must be a list of objects with a 'fingerprint'")
         return {r["fingerprint"] for r in rows}
-    return set(fingerprints(report_from_dict(doc, path).findings))
+    return set(fingerprints(accepted(report_from_dict(doc, path))))
 
 
 def split_by_baseline(findings: list[Finding], known: set[str]) -> tuple[list[int], list[int]]:

@@ -31,7 +31,11 @@ KEYS = (
 WORKLOAD_KEYS = (
     "gpu-instance", "trainium-instance", "gpu-price", "trainium-price", "gpu-instances", "trainium-instances",
     "pricing", "gpu-hours-per-run", "relative-throughput", "runs-per-month", "day-rate", "person-days",
+    "horizon-months",
 )
+PRICINGS = ("on-demand", "reserved-1yr", "reserved-3yr", "spot")
+_WORKLOAD_COUNTS = ("gpu-instances", "trainium-instances")
+_WORKLOAD_NAMES = ("gpu-instance", "trainium-instance")
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 
 
@@ -246,8 +250,35 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
                 close = difflib.get_close_matches(key, WORKLOAD_KEYS, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise raw.error(f"workload: unknown key '{key}'{hint}", key, "workload")
+            problem = _workload_problem(key, w[key])
+            if problem:
+                raise raw.error(f"workload: {key}: {problem}", key)
         settings.workload = dict(w)
     settings.config_path = raw.path
+
+
+def workload_error(settings: Settings, error: ConfigError) -> ConfigError:
+    """A break-even input problem met while scanning, pointed at the workload table of the config
+    (flags cannot fix a scan's workload: its keys can)."""
+    if settings.config_path is None:
+        return error
+    raw = read_config(settings.config_path)
+    return raw.error(f"workload: {error}", None, "workload")
+
+
+def _workload_problem(key: str, value: Any) -> str | None:
+    """Why a [tool.neuron-ready.workload] value cannot be used, or None."""
+    if key in _WORKLOAD_NAMES:
+        return None if isinstance(value, str) and value else f"expected an instance name, got {value!r}"
+    if key == "pricing":
+        return None if value in PRICINGS else f"expected one of {', '.join(PRICINGS)}, got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected a number, got {value!r}"
+    if key in _WORKLOAD_COUNTS and (value != int(value) or value < 1):
+        return f"expected a whole number >= 1, got {value!r}"
+    if value < 0 or (value == 0 and key != "day-rate"):
+        return f"must be greater than 0, got {value!r}"
+    return None
 
 
 def load_settings(root: Path, config: Path | None = None, isolated: bool = False) -> Settings:

@@ -172,15 +172,19 @@ class Estimate:
     p80: float
     score: int
     drivers: list[str] = field(default_factory=list)  # task ids, most expensive first
+    details: dict[str, Any] = field(default_factory=dict)  # e.g. tasks, likely_by_category
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "class": self.effort_class,
             "person_days": self.person_days.to_dict(),
             "p50": round(self.p50, 2),
             "p80": round(self.p80, 2),
             "drivers": list(self.drivers),
         }
+        for k in sorted(self.details):
+            d.setdefault(k, self.details[k])
+        return d
 
 
 @dataclass

@@ -26,6 +26,7 @@ model = torch.nn.Linear(8, 8).cuda()
 batch = torch.zeros(4, 8, device="cuda")
 """
 KERNEL = "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n"
+SETUP = "from torch.utils.cpp_extension import CUDAExtension\next = CUDAExtension('scale', ['kernels/scale.cu'])\n"
 
 
 def git(cwd: Path, *args: str, date: str = "2026-01-01T10:00:00Z") -> str:
@@ -46,6 +47,7 @@ def pr(tmp_path):
     (repo / "train.py").write_text(BASE_TRAIN, encoding="utf-8")
     (repo / "kernels").mkdir()
     (repo / "kernels" / "scale.cu").write_text(KERNEL, encoding="utf-8")
+    (repo / "setup.py").write_text(SETUP, encoding="utf-8")  # a build compiles the kernel: on the training path
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "base")
     base = git(repo, "rev-parse", "HEAD")
@@ -102,7 +104,7 @@ def test_pull_request_comment_created_then_updated(pr, tmp_path):
 
         sarif = json.loads((repo / "reports" / "nr.sarif").read_text(encoding="utf-8"))
         uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"]}
-        assert uris == {"train.py"}
+        assert uris == {"train.py", "setup.py"}  # the head: the build stays, the kernel is gone
         assert git(repo, "worktree", "list").count("\n") == 0  # the base worktree is gone again
         assert git(repo, "status", "--porcelain") == "?? reports/"
 

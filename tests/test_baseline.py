@@ -100,6 +100,20 @@ def test_write_baseline_then_only_new_findings_fail(repo):
     assert r.code == 0
 
 
+def test_baseline_accepts_findings_off_the_training_path(repo):
+    """A directory scan puts an unbuilt kernel and a test off the path; the hook scans files alone,
+    where they count: the baseline written from the directory must still know them."""
+    (repo / "kernel.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n", encoding="utf-8")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_gpu.py").write_text("import torch\nx = torch.zeros(2).cuda()\n", encoding="utf-8")
+    r = run_cli("scan", ".", "--write-baseline", "nr-baseline.json", "--format", "json", cwd=repo)
+    d = json.loads(r.out)
+    assert {f["path"] for f in d["off_path"]} == {"kernel.cu", "tests/test_gpu.py"}
+    assert len(json.loads((repo / "nr-baseline.json").read_text())["findings"]) == len(d["findings"]) + 2
+    r = run_cli("scan", "kernel.cu", "tests/test_gpu.py", "--baseline", "nr-baseline.json", "--fail-on", "any", cwd=repo)
+    assert r.code == 0 and "0 new finding(s)" in r.err, r.err  # the kernel counts here, and is known
+
+
 def test_a_json_report_works_as_a_baseline(repo):
     r = run_cli("scan", ".", "--format", "json", "-o", "report.json", cwd=repo)
     assert r.code == 0
@@ -133,7 +147,7 @@ def _two_reports(tmp_path):
     base_dir, head_dir = tmp_path / "base", tmp_path / "head"
     shutil.copytree(FIXTURES / "cuda_extension", base_dir)
     shutil.copytree(FIXTURES / "cuda_extension", head_dir)
-    (head_dir / "csrc" / "unused_experiment.cu").unlink()
+    (head_dir / "csrc" / "scan_backward.cu").unlink()
     train = head_dir / "train.py"
     train.write_text("\n\n" + train.read_text() + "\nextra = torch.zeros(3).cuda()\n", encoding="utf-8")
     for d, name in ((base_dir, "base.json"), (head_dir, "head.json")):
@@ -148,14 +162,14 @@ def test_diff_command_formats(tmp_path):
     assert r.code == 0, r.err
     d = json.loads(r.out)
     assert [(f["rule"], f["snippet"]) for f in d["new"]] == [("NR1001", "torch.zeros(3).cuda()")]
-    assert [(f["rule"], f["path"]) for f in d["fixed"]] == [("NR1703", "csrc/unused_experiment.cu")]
+    assert [(f["rule"], f["path"]) for f in d["fixed"]] == [("NR1703", "csrc/scan_backward.cu")]
     assert d["unchanged"] == d["head"]["findings"] - 1
     assert d["score_delta"] == d["head"]["score"] - d["base"]["score"]
     assert d["kind"] == "neuron-ready-diff" and all(len(f["fingerprint"]) == 32 for f in d["new"])
 
     r = run_cli("diff", str(base), str(head))
     assert r.code == 0
-    assert "1 new, 1 fixed" in r.out and "New (1)\n  train.py:" in r.out and "Fixed (1)\n  csrc/unused_experiment.cu" in r.out
+    assert "1 new, 1 fixed" in r.out and "New (1)\n  train.py:" in r.out and "Fixed (1)\n  csrc/scan_backward.cu" in r.out
 
     r = run_cli("diff", str(base), str(head), "--format", "markdown")
     assert r.code == 0

@@ -1,7 +1,7 @@
 """Golden findings for the fixture repositories (Infracost-style golden files).
 
 Each fixture's findings are kept in tests/golden/<fixture>.<target>.txt, one `path:line RULE` per
-line (with `fallback` where it is one). A change in what the scanner reports shows as a diff of
+line (with `fallback` where it is one, and `off-path` where no training entry point reaches it). A change in what the scanner reports shows as a diff of
 these files; regenerate them deliberately with `UPDATE_GOLDEN=1 python -m pytest tests/test_fixtures.py`.
 """
 
@@ -12,6 +12,7 @@ import os
 import pytest
 
 from conftest import FIXTURES
+from goldens import golden_text
 from neuron_ready.config import Settings
 from neuron_ready.engine import run_scan
 
@@ -25,22 +26,17 @@ CASES = [
 def _lines(name: str, target: str) -> list[str]:
     report = run_scan(Settings(root=FIXTURES / name, target=target)).report
     out = []
-    for f in report.findings:
+    for f in sorted(report.findings + report.off_path, key=lambda f: f.sort_key()):
         where = f"{f.path}:cell{f.cell}:{f.line}" if f.cell is not None else f"{f.path}:{f.line}"
-        out.append(f"{where} {f.rule}" + (" fallback" if f.fallback else ""))
+        out.append(f"{where} {f.rule}" + (" fallback" if f.fallback else "") + (" off-path" if f.on_path is False else ""))
     return out
 
 
 @pytest.mark.parametrize("name,target", CASES)
 def test_golden_findings(name, target):
-    path = os.path.join(GOLDEN, f"{name}.{target}.txt")
     got = _lines(name, target)
-    if os.environ.get("UPDATE_GOLDEN"):
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(got) + ("\n" if got else ""))
-    with open(path, encoding="utf-8") as fh:
-        want = fh.read().splitlines()
-    assert got == want
+    want = golden_text(os.path.join(GOLDEN, f"{name}.{target}.txt"), "\n".join(got) + ("\n" if got else ""))
+    assert got == want.splitlines()
 
 
 def test_traps_have_no_findings():

@@ -26,7 +26,7 @@ def test_comment_body_has_the_estimate_drivers_and_findings():
     est = report.estimate
     assert f"**Readiness {est.score}/100** · effort **month-plus**" in body
     assert f"P50 **{est.p50:.1f}** / P80 **{est.p80:.1f}** person-days" in body
-    assert "**Top drivers**\n\n1. CUDA source file" in body
+    assert "**Top drivers**\n\n1. Port CUDA extension `fusedops._C` (3 kernels in 3 files)" in body
     assert body.count("<details>") == body.count("</details>") == 1
     rows = [line for line in body.splitlines() if line.startswith("| `")]
     assert len(rows) == len(report.findings)
@@ -56,6 +56,9 @@ def test_untrusted_names_cannot_break_the_table_or_inject_html(tmp_path):
     (root / "k").mkdir(parents=True)
     evil = "a|b<img src=x>@octocat`x.cu"
     (root / "k" / evil).write_text("__global__ void k(float* x) { x[0] = 1; }\n", encoding="utf-8")
+    # a build compiles it, so the kernel is on the training path and in the findings table
+    (root / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n"
+                                   f"ext = CUDAExtension('k', [{'k/' + evil!r}])\n", encoding="utf-8")
     body = markdown.render(run_scan(Settings(root=root)).report)
     row = next(line for line in body.splitlines() if "NR1703" in line)
     cells = re.split(r"(?<!\\)\|", row)

@@ -32,6 +32,7 @@ def test_wheel_ships_the_catalog(wheel):
     assert "neuron_ready/cli/__init__.py" in names
     assert "neuron_ready/rules/device.toml" in names
     assert "neuron_ready/rules/__init__.py" in names
+    assert "neuron_ready/pricing.toml" in names  # breakeven's dated prices
     assert not any(n.startswith(("tests/", "fixtures/", "analyzer/")) for n in names)
 
 
@@ -60,6 +61,17 @@ def test_wheel_in_fresh_venv_scans_from_another_directory(wheel, tmp_path, fixtu
     r = subprocess.run([str(exe), "trace", "repo/model.py:ScanLM"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == "neuron-ready: error: `neuron-ready trace` needs PyTorch: pip install 'neuron-ready[trace]'\n"
+    # the pricing catalog ships: instance names resolve to their dated prices
+    r = subprocess.run([str(exe), "breakeven", "--person-days", "10", "--gpu-instance", "p5.48xlarge", "--trainium-instance",
+                        "trn1.32xlarge", "--gpu-hours-per-run", "100", "--format", "json", "--isolated"],
+                       cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["gpu_cost_per_run"] == 5504.0 and json.loads(r.stdout)["port_cost"] == 12000.0
+    # the base install has no matplotlib: the HTML page is written, without the chart, saying how to get it
+    (repo / "pyproject.toml").write_text('[tool.neuron-ready.workload]\ngpu-price = 55.04\ntrainium-price = 21.5\n'
+                                         "gpu-hours-per-run = 100\n", encoding="utf-8")
+    r = subprocess.run([str(exe), "scan", "repo", "--format", "html"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "<img" not in r.stdout and "neuron-ready[html]" in r.stdout, r.stderr
     # the installed package is the wheel's, not this checkout's
     where = subprocess.run([str(py), "-c", "import neuron_ready, sys; print(neuron_ready.__file__)"],
                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout

@@ -1,6 +1,7 @@
 """The command-line interface: one module per command, assembled here."""
 
 from .base import main
+from .breakeven import breakeven_cmd
 from .ci import ci_cmd
 from .comment import comment_cmd
 from .diff import diff_cmd
@@ -16,5 +17,6 @@ main.add_command(ci_cmd)
 main.add_command(comment_cmd)
 main.add_command(hook_cmd)
 main.add_command(trace_cmd)
+main.add_command(breakeven_cmd)
 
 __all__ = ["main"]

@@ -73,6 +73,7 @@ def main() -> None:
     neuron-ready hook FILES...             the pre-commit hook
     neuron-ready ci                        what the GitHub Action runs
     neuron-ready comment body.md           create or update the sticky PR comment
+    neuron-ready breakeven --report F ...  when the port pays for itself
     """
 
 

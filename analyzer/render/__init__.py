@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from ..model import Report
+from . import html as html_fmt
 from . import json as json_fmt
 from . import markdown as markdown_fmt
 from . import sarif as sarif_fmt
 from . import text as text_fmt
 
-FORMATS = {"text": text_fmt.render, "json": json_fmt.render, "sarif": sarif_fmt.render, "markdown": markdown_fmt.render}
+FORMATS = {"text": text_fmt.render, "json": json_fmt.render, "sarif": sarif_fmt.render, "markdown": markdown_fmt.render,
+           "html": html_fmt.render}
 
 
 def render(report: Report, fmt: str, color: bool = False, catalog=None) -> str:

@@ -44,7 +44,8 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     if report.off_path:
         out.append(s(f"Off the training path ({len(report.off_path)} findings, not in the estimate)", bold=True))
         for f in report.off_path[:20]:
-            out.append(f"  {f.path}:{_loc(f)}  {f.rule}  {f.message}")
+            why = f.details.get("off_path_reason")
+            out.append(f"  {f.path}:{_loc(f)}  {f.rule}  {f.message}" + (s(f"  [{why}]", dim=True) if why else ""))
         if len(report.off_path) > 20:
             out.append(f"  ... and {len(report.off_path) - 20} more (see --format json)")
         out.append("")
@@ -72,6 +73,14 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
         by_id = {t.id: t for t in report.tasks}
         names = [f"{by_id[d].title} ({_pd(by_id[d].person_days.likely)} d)" for d in est.drivers if d in by_id]
         out.append("Top drivers: " + "; ".join(names))
+    reach = report.extra.get("reach")
+    if isinstance(reach, dict) and reach.get("mode"):
+        entries = reach.get("entries") or []
+        how = {"entries": f"from {', '.join(entries[:3])}{' …' if len(entries) > 3 else ''}"
+                          f" ({'detected' if reach.get('detected') else 'named'})",
+               "library": "every module (no training entry point found; name one with --entry)",
+               "files": "the files given"}.get(reach["mode"], reach["mode"])
+        out.append(f"Training path: {how}")
     be = report.extra.get("breakeven")
     if isinstance(be, dict) and be.get("summary"):
         out.append(be["summary"])

@@ -22,6 +22,7 @@ from ..model import Diagnostic, Finding
 from ..suppress import Suppressions
 from . import deps as deps_mod
 from . import native as native_mod
+from .builds import build_facts
 from .imports import python_facts
 from .notebook import NotebookError, join_cells, notebook_cells
 from .pyindex import PyIndex, build_index, passes_prefilter
@@ -334,6 +335,7 @@ def _syntax_diagnostic(rel: str, e: Unparseable, text: str,
 def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
     module_name, is_package = module_name_of(job.rel)
     result.facts.update(python_facts(text, module_name, is_package))
+    result.facts.update(build_facts(text))
     idx = ctx.index
     is_setup = PurePosixPath(job.rel).name == "setup.py"
     collect_setup = is_setup and bool(ctx.dep_entries)

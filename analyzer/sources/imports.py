@@ -12,8 +12,8 @@ _IMPORT = re.compile(r"^[ \t]*import[ \t]+(?P<names>[\w. \t,]+)", re.M)
 _FROM = re.compile(r"^[ \t]*from[ \t]+(?P<dots>\.*)(?P<mod>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]+)", re.M)
 _TRIPLE = re.compile(r"(\"\"\"|''')")
 _MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
-_TRAINS = re.compile(r"\.backward\(|\boptimizer\.step\(|\bTrainer\(|\.fit\(|\btraining_step\b")
-_TRAINS_TRIGGERS = (".backward(", "optimizer.step(", "Trainer(", ".fit(", "training_step")  # 20x faster first
+_TRAINS = re.compile(r"\.backward\(|\boptimizer\.step\(|\bTrainer\(|\.fit\(|\btraining_step\b|\boptim\.[A-Z]\w*\(")
+_TRAINS_TRIGGERS = (".backward(", "optimizer.step(", "Trainer(", ".fit(", "training_step", "optim.")  # 20x faster first
 
 
 def _code_only(text: str) -> str:
@@ -36,6 +36,31 @@ def _code_only(text: str) -> str:
     return "".join(out)
 
 
+_TYPE_CHECKING = re.compile(r"^([ \t]*)if[ \t]+(?:typing\.)?TYPE_CHECKING[ \t]*:[ \t]*(?:#.*)?$")
+
+
+def _without_type_checking(code: str) -> str:
+    """Blank the bodies of `if TYPE_CHECKING:` blocks: those imports never run (lazy-module packages
+    such as transformers list every submodule there)."""
+    if "TYPE_CHECKING" not in code:
+        return code
+    lines = code.split("\n")
+    i = 0
+    while i < len(lines):
+        m = _TYPE_CHECKING.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        indent = len(m.group(1).expandtabs())
+        while i < len(lines):
+            body = lines[i]
+            if body.strip() and len(body.expandtabs()) - len(body.expandtabs().lstrip()) <= indent:
+                break
+            lines[i] = ""
+            i += 1
+    return "\n".join(lines)
+
+
 def absolute(module: str, level: int, module_name: str, is_package: bool) -> str:
     if not level:
         return module
@@ -48,7 +73,7 @@ def absolute(module: str, level: int, module_name: str, is_package: bool) -> str
 
 
 def python_facts(text: str, module_name: str, is_package: bool) -> dict:
-    code = _code_only(text)
+    code = _without_type_checking(_code_only(text))
     imports: set[str] = set()
     for m in _IMPORT.finditer(code):
         for part in m.group("names").split(","):
@@ -59,12 +84,13 @@ def python_facts(text: str, module_name: str, is_package: bool) -> dict:
         mod = absolute(m.group("mod"), len(m.group("dots")), module_name, is_package)
         if mod:
             imports.add(mod)
-        if m.group("dots"):  # `from . import x`: x may be a module
-            names = m.group("names").strip("() \t\n")
-            for part in names.split(","):
-                name = part.strip().split()[0] if part.strip() else ""
-                if re.fullmatch(r"\w+", name):
-                    imports.add(f"{mod}.{name}" if mod else name)
+        # `from pkg import x`: x may be a module (pkg/x.py, or a compiled pkg/_C); the import
+        # graph keeps the names that are modules and drops the others.
+        names = m.group("names").strip("() \t\n")
+        for part in names.split(","):
+            name = part.strip().split()[0] if part.strip() else ""
+            if re.fullmatch(r"\w+", name):
+                imports.add(f"{mod}.{name}" if mod else name)
     return {
         "imports": sorted(imports),
         "main_guard": bool(_MAIN.search(code)),

@@ -158,6 +158,32 @@ def cuda_stats(code: str) -> CudaStats:
     return stats
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
+# CMake commands that define something built; a file without one only sets options.
+_CMAKE_TARGET = re.compile(
+    r"(?i)\b(add_library|add_executable|cuda_add_library|cuda_add_executable|pybind11_add_module"
+    r"|nanobind_add_module|python_add_library|target_sources|add_subdirectory)\s*\("
+)
+_CMAKE_SOURCE = re.compile(r"[\w${}./*+\-]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|hh|inl)\b")
+_CMAKE_HERE = re.compile(r"\$\{(CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR|PROJECT_SOURCE_DIR|CMAKE_SOURCE_DIR)\}/?")
+
+
+def build_facts(code: str, cmake: bool) -> dict:
+    """What a build needs to know: a C/C++ file's includes; a CMake file's targets and sources.
+
+    CMake source paths are patterns relative to the CMake file's directory; a variable other than
+    the current directory becomes `**` (reach.py matches patterns against the scanned files).
+    """
+    if not cmake:
+        includes = sorted(set(_INCLUDE.findall(code)))
+        return {"includes": includes} if includes else {}
+    sources = []
+    for m in _CMAKE_SOURCE.finditer(code):
+        path = re.sub(r"\$\{[^}]*\}", "**", _CMAKE_HERE.sub("", m.group(0)))
+        sources.append([_line_of(code, m.start()), path])
+    return {"cmake_build": bool(_CMAKE_TARGET.search(code)), "cmake_sources": sources}
+
+
 def native_kind(name: str) -> str | None:
     if name in CMAKE_NAMES or name.endswith(CMAKE_SUFFIXES):
         return "cmake"
@@ -181,7 +207,7 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
     cmake = native_kind(name) == "cmake"
     code = blank_hash_comments(text) if cmake else blank_c_comments(text)
     cuda = (not cmake) and is_cuda_source(name, code)
-    facts: dict = {"cuda": cuda}
+    facts: dict = {"cuda": cuda, **build_facts(code, cmake)}
     stats = cuda_stats(code) if cuda else None
     if stats is not None:
         facts["kernels"] = len(stats.kernels)

@@ -1,0 +1,508 @@
+"""Reachability: which files lie on the training path, and which native sources a build compiles.
+
+The import graph (networkx) has one node per Python file or notebook and one per compiled
+extension. Training entry points are the files named with `--entry` (or `entry = [...]`), else the
+files that have a `__main__` guard and train (call `backward`, step or build an optimizer, use a
+Trainer), console scripts whose module trains, and notebooks that train. Everything an entry
+imports, transitively, is on the path. With no entry point (a library, a kernel collection) every
+module is on the path.
+
+Never on the path, unless an explicitly named entry reaches them:
+- tests, benchmarks, examples and docs folders (and `test_*.py`, `*_test.py`, `conftest.py`);
+- with no entry point, standalone scripts that do not train (a `__main__` guard, imported by nothing);
+- vendored third-party code: git submodules, `third_party/`-style folders, well-known vendored
+  C++ libraries (cutlass, composable_kernel, ...) and sub-folders with their own licence file.
+Native sources are on the path only when a build compiles them (setup.py / `load` / `load_inline`
+sources, CMake targets, and the project headers those include) into an extension that is itself
+on the path. docs/effort-model.md explains each choice.
+"""
+
+from __future__ import annotations
+
+import configparser
+import fnmatch
+import os
+import posixpath
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import networkx as nx
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .config import ConfigError
+from .sources.builds import ANY, normalise
+
+EXCLUDED_DIRS = frozenset({
+    "test", "tests", "testing", "unittests", "benchmark", "benchmarks", "bench", "example", "examples", "doc", "docs",
+})
+_TEST_FILE = re.compile(r"^(test_\w*\.py|\w+_test\.py|conftest\.py)$")
+VENDOR_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor", "vendored", "external", "extern"})
+# Native libraries projects copy into their tree rather than port (their users port their own kernels).
+VENDORED_LIBRARIES = frozenset({
+    "cutlass", "cccl", "cub", "thrust", "composable_kernel", "composable_kernel_tiled", "pybind11", "eigen",
+    "googletest", "flash-attention",
+})
+_LICENSE = re.compile(r"(?i)^(licen[cs]e|copying)([.\-_][\w.\-]*)?$")
+PACKAGING_FILES = frozenset({"setup.py"})
+
+# Why a file is off the path (the JSON's `off_path_reason`).
+EXCLUDED = "in a tests, benchmarks, examples or docs folder"
+UNREACHED = "no training entry point imports it"
+UNBUILT = "no build compiles it"
+VENDORED = "vendored third-party code ({project})"
+EXT_UNREACHED = "compiled into {ext}, which no training entry point imports"
+STANDALONE = "a standalone script that does not train (a tool run on its own)"
+
+
+class EntryError(ConfigError):
+    """An --entry that names nothing in the scanned tree."""
+
+
+@dataclass
+class Extension:
+    id: str  # the module it becomes (`fusedops._C`), or `<kind>@<file>:<line>` when unnamed
+    name: str  # module name or fnmatch pattern; "" when it cannot be read
+    kind: str  # cuda, cpp, extension, load, load_inline, cmake
+    build: str  # the file that declares it
+    line: int
+    sources: list[str] = field(default_factory=list)  # compiled files and the project headers they include
+    on_path: bool = False
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "build": self.build, "line": self.line,
+                "files": len(self.sources), "on_path": self.on_path}
+
+
+@dataclass
+class Reach:
+    mode: str  # "entries", "library" (no entry point), "files" (files given one by one)
+    entries: list[str] = field(default_factory=list)
+    detected: bool = False  # entries found automatically rather than named
+    reasons: dict[str, str] = field(default_factory=dict)  # path -> why it is off the path
+    extensions: list[Extension] = field(default_factory=list)
+    extension_of: dict[str, str] = field(default_factory=dict)  # native path -> extension id
+    build_sites: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> extension id
+    vendored: dict[str, str] = field(default_factory=dict)  # path -> vendored project folder
+    vendored_used: dict[str, list[str]] = field(default_factory=dict)  # project -> compiled files
+
+    def reason(self, path: str, line: int = 0) -> str:
+        """"" when (path, line) is on the training path, else why not."""
+        ext_id = self.build_sites.get((path, line))
+        if ext_id is not None:
+            ext = self.extension(ext_id)
+            if ext is not None and not ext.on_path:
+                return self.reasons.get(path) or EXT_UNREACHED.format(ext=ext.id)
+            return self.reasons.get(path, "") if path in self.vendored else ""
+        return self.reasons.get(path, "")
+
+    def extension(self, ext_id: str) -> Extension | None:
+        for e in self.extensions:
+            if e.id == ext_id:
+                return e
+        return None
+
+    def to_dict(self) -> dict:
+        return {
+            "mode": self.mode,
+            "entries": list(self.entries),
+            "detected": self.detected,
+            "extensions": [e.to_dict() for e in self.extensions],
+            "vendored": sorted(set(self.vendored.values())),
+        }
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """What reach needs of a scanned file: its kind and its facts (sources.FileResult)."""
+
+    rel: str
+    kind: str
+    facts: dict
+
+
+# ------------------------------------------------------------------------------------------ folders
+
+
+def excluded(rel: str) -> bool:
+    p = PurePosixPath(rel)
+    return any(part.lower() in EXCLUDED_DIRS for part in p.parts[:-1]) or bool(_TEST_FILE.match(p.name))
+
+
+def vendored_projects(root: Path, rels: list[str]) -> dict[str, str]:
+    """path -> the vendored project folder it belongs to (outermost match wins)."""
+    submodules = _gitmodules(root)
+    cache: dict[str, bool] = {}
+
+    def licensed(d: str) -> bool:
+        if d not in cache:
+            try:
+                names = os.listdir(root / d)
+            except OSError:
+                names = []
+            cache[d] = (
+                any(_LICENSE.match(n) for n in names)
+                and not {"__init__.py", "setup.py", "pyproject.toml"} & set(names)
+            )
+        return cache[d]
+
+    out: dict[str, str] = {}
+    for rel in rels:
+        parts = PurePosixPath(rel).parts[:-1]
+        for i in range(len(parts)):
+            d = "/".join(parts[: i + 1])
+            name = parts[i].lower()
+            if name in VENDOR_DIRS:
+                out[rel] = "/".join(parts[: i + 2]) if i + 1 < len(parts) else d
+                break
+            if d in submodules or name in VENDORED_LIBRARIES or licensed(d):
+                out[rel] = d
+                break
+    return out
+
+
+def _gitmodules(root: Path) -> set[str]:
+    try:
+        text = (root / ".gitmodules").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {m.strip().strip("/") for m in re.findall(r"^\s*path\s*=\s*(.+)$", text, re.M)}
+
+
+# ------------------------------------------------------------------------------------------ modules
+
+
+def module_names(rels: list[str]) -> dict[str, list[str]]:
+    """Dotted module name -> files. Each Python file is known by its path from the scanned root
+    (how relative imports were resolved) and from its outermost package (how others import it:
+    `src/pkg/mod.py` is `pkg.mod`); a script outside any package by its own name."""
+    package_dirs = {posixpath.dirname(r) for r in rels if r.endswith("/__init__.py")}
+    index: dict[str, set[str]] = {}
+    for rel in rels:
+        if not rel.endswith((".py", ".pyw", ".ipynb")):
+            continue
+        parts = list(PurePosixPath(rel).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not parts:
+            continue
+        index.setdefault(".".join(parts), set()).add(rel)
+        d = posixpath.dirname(rel)
+        top = len(PurePosixPath(d).parts) if d else 0
+        while d and d in package_dirs:
+            top -= 1
+            d = posixpath.dirname(d)
+        rooted = parts[top:]
+        if rooted:
+            index.setdefault(".".join(rooted), set()).add(rel)
+    return {k: sorted(v) for k, v in index.items()}
+
+
+def _closest(importer: str, rels: list[str]) -> list[str]:
+    """Of several files with one module name, those nearest the importer."""
+    if len(rels) == 1:
+        return rels
+    here = PurePosixPath(importer).parts[:-1]
+
+    def shared(r: str) -> int:
+        n = 0
+        for a, b in zip(here, PurePosixPath(r).parts[:-1]):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    best = max(shared(r) for r in rels)
+    return [r for r in rels if shared(r) == best]
+
+
+# ------------------------------------------------------------------------------------------ builds
+
+
+def path_regex(pattern: str) -> re.Pattern:
+    """A glob over `/`-separated paths: `*` and `?` stay within a folder, `**` spans folders."""
+    segs = pattern.split("/")
+    rx = ""
+    for i, seg in enumerate(segs):
+        last = i == len(segs) - 1
+        if seg == ANY:
+            rx += ".*" if last else "(?:[^/]+/)*"
+            continue
+        rx += "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in seg)
+        rx += "" if last else "/"
+    return re.compile(f"^{rx}$")
+
+
+def _match_sources(patterns: list[str], anchors: list[str], native: list[str], vendored: dict[str, str]) -> set[str]:
+    hits: set[str] = set()
+    for raw in patterns:
+        for anchor in anchors:
+            pat = normalise(f"{anchor}/{raw}" if anchor else raw)
+            if not pat:
+                continue
+            rx = path_regex(pat)
+            # A build we cannot read (`**`) compiles its project's sources, not vendored ones.
+            pool = native if normalise(raw) != ANY else [r for r in native if r not in vendored]
+            found = {r for r in pool if rx.match(r)}
+            if found:
+                hits |= found
+                break
+    return hits
+
+
+def _include_closure(start: set[str], facts: dict[str, dict], by_name: dict[str, list[str]]) -> set[str]:
+    seen = set(start)
+    todo = sorted(start)
+    while todo:
+        rel = todo.pop()
+        here = posixpath.dirname(rel)
+        for inc in facts.get(rel, {}).get("includes", ()):
+            local = normalise(f"{here}/{inc}" if here else inc)
+            if local in facts:
+                targets = [local]
+            else:
+                targets = [r for r in by_name.get(posixpath.basename(inc), ()) if r == inc or r.endswith("/" + inc)]
+            for t in targets:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+    return seen
+
+
+def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[str]) -> list[Extension]:
+    facts = {f.rel: f.facts for f in files}
+    by_name: dict[str, list[str]] = {}
+    for r in native:
+        by_name.setdefault(posixpath.basename(r), []).append(r)
+    exts: list[Extension] = []
+    for f in files:
+        if f.rel in vendored:
+            continue  # a vendored project's own builds are not this project's
+        here = posixpath.dirname(f.rel)
+        for b in f.facts.get("builds", ()):
+            ident = b["name"] if b["name"] and "*" not in b["name"] and b["kind"] not in ("load", "load_inline") else ""
+            ext = Extension(ident or f"{b['kind']}@{f.rel}:{b['line']}", b["name"], b["kind"], f.rel, b["line"])
+            compiled = _match_sources(b.get("sources", []), [here, ""] if here else [""], native, vendored)
+            ext.sources = sorted(_include_closure(compiled, facts, by_name))
+            exts.append(ext)
+        if f.kind == "cmake" and f.facts.get("cmake_build"):
+            line = min((s[0] for s in f.facts.get("cmake_sources", ())), default=1)
+            ext = Extension(f"cmake@{f.rel}", "", "cmake", f.rel, line)
+            compiled = _match_sources([s[1] for s in f.facts.get("cmake_sources", ())], [here], native, vendored)
+            ext.sources = sorted(_include_closure(compiled, facts, by_name))
+            if ext.sources:
+                exts.append(ext)
+    seen: dict[str, int] = {}
+    for e in exts:  # two builds of one module name (CUDA and ROCm variants) stay apart
+        seen[e.id] = seen.get(e.id, 0) + 1
+        if seen[e.id] > 1:
+            e.id = f"{e.id}#{seen[e.id]}"
+    return exts
+
+
+# ------------------------------------------------------------------------------------------ entries
+
+
+def _console_script_modules(root: Path) -> list[str]:
+    mods: list[str] = []
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        for target in (data.get("project", {}).get("scripts", {}) or {}).values():
+            if isinstance(target, str):
+                mods.append(target.split(":")[0].strip())
+    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+        pass
+    cfg = configparser.ConfigParser()
+    try:
+        cfg.read(root / "setup.cfg", encoding="utf-8")
+        text = cfg.get("options.entry_points", "console_scripts", fallback="")
+    except (configparser.Error, UnicodeDecodeError):
+        text = ""
+    try:
+        text += "\n" + (root / "setup.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        pass
+    mods += re.findall(r"[\w.-]+\s*=\s*([A-Za-z_][\w.]*)\s*:\s*[\w.]+", text)
+    return mods
+
+
+def resolve_entry(value: str, root: Path, rels: set[str], modules: dict[str, list[str]]) -> list[str]:
+    """The files an --entry names: a file (relative to the working directory or the root), a
+    module name, `module:function`, or a folder (every Python file in it)."""
+    v = value.strip()
+    candidates = []
+    for base in (Path.cwd(), root):
+        p = Path(v) if os.path.isabs(v) else base / v
+        try:
+            rel = os.path.relpath(os.path.abspath(p), os.path.abspath(root)).replace(os.sep, "/")
+        except ValueError:
+            continue
+        if not rel.startswith(".."):
+            candidates.append(rel)
+    for rel in candidates:
+        if rel in rels:
+            return [rel]
+        inside = sorted(r for r in rels if r.startswith(rel.rstrip("/") + "/") and r.endswith((".py", ".ipynb")))
+        if rel != "." and inside:
+            return inside
+    mod = v.split(":")[0]
+    if mod in modules:
+        return modules[mod]
+    raise EntryError(f"entry {value!r}: no Python file, notebook, folder or module of that name in the scanned tree")
+
+
+# ------------------------------------------------------------------------------------------ analysis
+
+
+def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit_files: bool = False) -> Reach:
+    rels = sorted(f.rel for f in files)
+    info = {f.rel: f for f in files}
+    vendored = vendored_projects(root, rels)
+    native = [f.rel for f in files if f.kind == "native"]
+    exts = _extensions(files, vendored, native)
+    modules = module_names(rels)
+    python = [f.rel for f in files if f.kind in ("python", "notebook")]
+
+    named: list[str] = []
+    for e in entries:
+        named += resolve_entry(e, root, set(rels), modules)
+    reach = Reach(mode="files" if explicit_files else "entries", vendored=vendored)
+    if named:
+        reach.entries = sorted(set(named))
+    elif not explicit_files:
+        reach.entries = _detect_entries(root, info, python, modules, vendored)
+        reach.detected = bool(reach.entries)
+        if not reach.entries:
+            reach.mode = "library"
+
+    graph = _import_graph(info, python, modules, exts)
+    reached: set[str] = set()
+    for e in reach.entries:
+        reached.add(e)
+        reached |= nx.descendants(graph, e)
+    named_reach = reached if named else set()
+
+    def python_reason(rel: str) -> str:
+        if rel in vendored:
+            return VENDORED.format(project=vendored[rel])
+        if rel in named_reach:
+            return ""
+        if excluded(rel):
+            return EXCLUDED
+        if PurePosixPath(rel).name in PACKAGING_FILES or reach.mode == "files":
+            return ""
+        if reach.mode == "library":
+            facts = info[rel].facts
+            standalone = facts.get("main_guard") and not facts.get("trains") and not any(graph.predecessors(rel))
+            return STANDALONE if standalone else ""
+        return "" if rel in reached else UNREACHED
+
+    for rel in python:
+        why = python_reason(rel)
+        if why:
+            reach.reasons[rel] = why
+    for e in exts:
+        if e.build in vendored or (excluded(e.build) and e.build not in named_reach):
+            e.on_path = False
+        elif reach.mode in ("library", "files") or e.kind == "cmake":
+            e.on_path = True
+        elif e.kind in ("load", "load_inline"):
+            e.on_path = e.build in reached
+        else:
+            e.on_path = f"ext:{e.id}" in reached or not any(graph.predecessors(f"ext:{e.id}"))
+    reach.extensions = exts
+    for e in exts:
+        reach.build_sites[(e.build, e.line)] = e.id
+    for e in sorted(exts, key=lambda x: (not x.on_path, x.kind == "cmake", x.id)):
+        for src in e.sources:
+            reach.extension_of.setdefault(src, e.id)
+            if src in vendored and e.on_path and src in _compiled_directly(e, info):
+                reach.vendored_used.setdefault(vendored[src], []).append(src)
+    for proj in reach.vendored_used:
+        reach.vendored_used[proj] = sorted(set(reach.vendored_used[proj]))
+    by_id = {e.id: e for e in exts}
+    for f in files:
+        rel = f.rel
+        if f.kind in ("python", "notebook"):
+            continue
+        if rel in vendored:
+            if rel not in reach.vendored_used.get(vendored[rel], ()):  # compiled: replaced as a whole
+                reach.reasons[rel] = VENDORED.format(project=vendored[rel])
+        elif excluded(rel):
+            reach.reasons[rel] = EXCLUDED
+        elif f.kind == "native" and not explicit_files:
+            ext = by_id.get(reach.extension_of.get(rel, ""))
+            if ext is None:
+                reach.reasons[rel] = UNBUILT
+            elif not ext.on_path:
+                reach.reasons[rel] = EXT_UNREACHED.format(ext=ext.id)
+    return reach
+
+
+def _compiled_directly(ext: Extension, info: dict[str, FileInfo]) -> set[str]:
+    """Sources a build names (not headers reached only through #include)."""
+    return {s for s in ext.sources if not s.endswith((".h", ".hpp", ".hh", ".cuh", ".inl"))}
+
+
+def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], modules: dict[str, list[str]],
+                    vendored: dict[str, str]) -> list[str]:
+    out = set()
+    for rel in python:
+        if rel in vendored or excluded(rel):
+            continue
+        facts = info[rel].facts
+        trains = facts.get("trains", False)
+        if trains and (facts.get("main_guard") or info[rel].kind == "notebook"):
+            out.add(rel)
+    for mod in _console_script_modules(root):
+        for rel in modules.get(mod, ()):
+            if info[rel].facts.get("trains") and rel not in vendored and not excluded(rel):
+                out.add(rel)
+    return sorted(out)
+
+
+def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[str, list[str]],
+                  exts: list[Extension]) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(python)
+    named_exts = [(e, e.name) for e in exts if e.name and e.kind not in ("load", "load_inline", "cmake")]
+    for e in exts:
+        g.add_node(f"ext:{e.id}")
+        if e.kind in ("load", "load_inline"):
+            g.add_edge(e.build, f"ext:{e.id}")
+    for rel in python:
+        for imp in info[rel].facts.get("imports", ()):
+            for target in _resolve(imp, rel, modules):
+                if target != rel:
+                    g.add_edge(rel, target)
+            for e, name in named_exts:
+                if imp == name or imp.endswith("." + name) or fnmatch.fnmatchcase(imp, name):
+                    g.add_edge(rel, f"ext:{e.id}")
+    for e, name in named_exts:  # loaded by a path or torch.ops.load_library: its package loads it
+        node = f"ext:{e.id}"
+        if not any(g.predecessors(node)) and "." in name:
+            for target in modules.get(name.rsplit(".", 1)[0], ()):
+                g.add_edge(target, node)
+    return g
+
+
+def _resolve(imp: str, importer: str, modules: dict[str, list[str]]) -> list[str]:
+    """Files an import runs: the longest prefix that is a module, and the packages above it."""
+    parts = imp.split(".")
+    out: list[str] = []
+    found = False
+    for i in range(len(parts), 0, -1):
+        rels = modules.get(".".join(parts[:i]))
+        if not rels:
+            continue
+        if not found:
+            out += _closest(importer, rels)
+            found = True
+        else:
+            out += [r for r in _closest(importer, rels) if r.endswith("__init__.py")]
+    return out

@@ -1,0 +1,61 @@
+"""The break-even as text: per-run costs, port cost and break-even at P50 and P80, the verdict and
+a sensitivity table. Formatting only: the numbers come from breakeven.compute / sensitivity."""
+
+from __future__ import annotations
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}" if abs(x) < 1000 else f"${x:,.0f}"
+
+
+def _runs(r: float | None) -> str:
+    return "never" if r is None else f"{r:,.1f} runs"
+
+
+def _months(m: float | None) -> str:
+    return "-" if m is None else f"{m:,.1f} months"
+
+
+def render_text(result: dict, sens: dict) -> str:
+    w = result["inputs"]
+    gpu_name = w["gpu_instance"] or "GPU"
+    trn_name = w["trainium_instance"] or "Trainium"
+    p80 = result["p80"]
+    lines = [
+        f"Break-even: {gpu_name} x{w['gpu_instances']} vs {trn_name} x{w['trainium_instances']} ({w['pricing']}), "
+        f"{w['gpu_hours_per_run']:g} GPU hours per run, relative throughput {w['relative_throughput']:g}",
+        "",
+        f"  GPU cost per run        {_money(result['gpu_cost_per_run']):>14}   "
+        f"{w['gpu_price']:g}/h x {w['gpu_instances']} x {w['gpu_hours_per_run']:g} h",
+        f"  Trainium cost per run   {_money(result['trainium_cost_per_run']):>14}   "
+        f"{w['trainium_price']:g}/h x {w['trainium_instances']} x {result['trainium_hours_per_run']:g} h "
+        f"({w['gpu_hours_per_run']:g} h / {w['relative_throughput']:g})",
+        f"  Saving per run          {_money(result['saving_per_run']):>14}",
+        "",
+        f"  {'':22}  {'P50':>14}   {'P80':>14}",
+        f"  {'Port effort':22}  {result['person_days']['p50']:>11.1f} pd   {result['person_days']['p80']:>11.1f} pd",
+        f"  {'Port cost':22}  {_money(result['port_cost']):>14}   {_money(p80['port_cost']):>14}   at {_money(w['day_rate'])} per day",
+        f"  {'Break-even':22}  {_runs(result['breakeven_runs']):>14}   {_runs(p80['breakeven_runs']):>14}",
+    ]
+    if w["runs_per_month"]:
+        lines.append(f"  {'':22}  {_months(result['breakeven_months']):>14}   {_months(p80['breakeven_months']):>14}   "
+                     f"at {w['runs_per_month']:g} runs per month")
+    lines += ["", f"Verdict: {result['verdict']} at P50, {p80['verdict']} at P80" + _why(result, w), ""]
+    lines.append(f"Sensitivity: break-even months at P50 ({sens['person_days']:g} person-days); "
+                 "rows: relative throughput, columns: runs per month")
+    grid = sens["runs_per_month"]
+    lines.append(f"  {'':>8}" + "".join(f"{k:>10g}" for k in grid))
+    for row in sens["rows"]:
+        cells = "".join(f"{'never' if m is None else f'{m:.1f}':>10}" for m in row["breakeven_months"])
+        lines.append(f"  {row['relative_throughput']:>8g}{cells}")
+    lines += ["", "Prices:", f"  GPU: {w['gpu_price_source']}", f"  Trainium: {w['trainium_price_source']}"]
+    return "\n".join(lines) + "\n"
+
+
+def _why(result: dict, w: dict) -> str:
+    if result["saving_per_run"] <= 0:
+        return " (Trainium costs more per run at this throughput: the port never pays back)"
+    if result["breakeven_months"] is None:
+        return " (cheaper per run; pass --runs-per-month to check it pays back within the horizon)"
+    return f" (pays back within the {w['horizon_months']:g}-month horizon)" if result["verdict"] == "trainium" else \
+        f" (pays back only after the {w['horizon_months']:g}-month horizon)"

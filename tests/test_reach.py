@@ -1,0 +1,281 @@
+"""Reachability: entry points, the import graph, builds and what they compile, excluded and vendored
+folders. Each case is a small real tree scanned through the whole pipeline."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cli import run_cli
+from conftest import FIXTURES
+from neuron_ready.config import ConfigError, Settings
+from neuron_ready.engine import run_scan
+from neuron_ready.reach import EXCLUDED, STANDALONE, UNBUILT, UNREACHED, module_names, path_regex
+from neuron_ready.sources.builds import build_facts
+from neuron_ready.sources.native import build_facts as native_build_facts
+
+TRAIN = """\
+import torch
+from model import Net
+
+def main():
+    model = Net().cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 2).cuda()).sum().backward()
+    opt.step()
+
+if __name__ == "__main__":
+    main()
+"""
+KERNEL = "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[0] = 1; }\n"
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def scan(root: Path, **kw):
+    return run_scan(Settings(root=root, **kw)).report
+
+
+def where(report) -> dict[str, str]:
+    """path -> "" on the path, or the reason it is off it."""
+    out = {f.path: "" for f in report.findings}
+    out.update({f.path: f.details["off_path_reason"] for f in report.off_path})
+    return out
+
+
+# ------------------------------------------------------------------------------------------ fixture
+
+
+def test_cuda_extension_fixture():
+    report = scan(FIXTURES / "cuda_extension")
+    reach = report.extra["reach"]
+    assert reach["mode"] == "entries" and reach["entries"] == ["train.py"] and reach["detected"]
+    w = where(report)
+    assert w["csrc/unused_experiment.cu"] == UNBUILT
+    assert w["benchmarks/bench_scan.py"] == EXCLUDED
+    assert w["csrc/scan_kernel.cu"] == w["csrc/scan_backward.cu"] == w["csrc/binding.cpp"] == ""
+    assert w["setup.py"] == "" and w["fusedops/gated.py"] == ""
+    (ext,) = reach["extensions"]
+    assert ext == {"id": "fusedops._C", "kind": "cuda", "build": "setup.py", "line": 8, "files": 3, "on_path": True}
+    # the unbuilt experiment is reported but costs nothing
+    assert all(report.findings[i].path != "csrc/unused_experiment.cu" for t in report.tasks for i in t.findings)
+
+
+# ------------------------------------------------------------------------------------------ entries
+
+
+def test_modules_no_entry_point_reaches_are_off_the_path(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": TRAIN,
+        "model.py": "import torch\nclass Net(torch.nn.Module):\n    pass\n",
+        "tools/export.py": "import torch\nx = torch.zeros(2, device='cuda')\n",
+    })
+    report = scan(root)
+    assert report.extra["reach"]["entries"] == ["train.py"]
+    w = where(report)
+    assert w["train.py"] == "" and w["tools/export.py"] == UNREACHED
+    assert report.estimate.person_days.likely > 0
+
+
+def test_named_entry_overrides_detection_and_reaches_excluded_folders(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": TRAIN,
+        "model.py": "class Net: pass\n",
+        "examples/finetune.py": "import torch\nfrom examples.helpers import go\ngo(torch.zeros(1).cuda())\n",
+        "examples/helpers.py": "import torch\ndef go(x):\n    return x.to('cuda')\n",
+    })
+    report = scan(root, entries=["examples/finetune.py"])
+    w = where(report)
+    assert report.extra["reach"]["entries"] == ["examples/finetune.py"] and not report.extra["reach"]["detected"]
+    assert w["examples/finetune.py"] == "" and w["examples/helpers.py"] == ""
+    assert w["train.py"] == UNREACHED
+
+
+def test_entry_by_module_name_and_src_layout(tmp_path):
+    root = tree(tmp_path, {
+        "src/pkg/__init__.py": "",
+        "src/pkg/run.py": "from pkg.ops import f\n",
+        "src/pkg/ops.py": "import torch\ndef f():\n    return torch.zeros(1).cuda()\n",
+        "src/pkg/unused.py": "import torch\ny = torch.zeros(1).cuda()\n",
+    })
+    report = scan(root, entries=["pkg.run"])
+    w = where(report)
+    assert w["src/pkg/ops.py"] == "" and w["src/pkg/unused.py"] == UNREACHED
+
+
+def test_unknown_entry_is_a_one_line_error(tmp_path):
+    root = tree(tmp_path, {"a.py": "import torch\n"})
+    with pytest.raises(ConfigError, match="entry 'nope.py'"):
+        scan(root, entries=["nope.py"])
+    r = run_cli("scan", str(root), "--entry", "nope.py")
+    assert r.code == 2 and r.err.count("\n") == 1 and "entry 'nope.py'" in r.err and "Traceback" not in r.err
+
+
+def test_without_entry_points_every_module_outside_tests_is_on_the_path(tmp_path):
+    root = tree(tmp_path, {
+        "lib/__init__.py": "",
+        "lib/a.py": "import torch\nx = torch.zeros(1).cuda()\n",
+        "tests/test_a.py": "import torch\nx = torch.zeros(1).cuda()\n",
+        "lib/test_b.py": "import torch\nx = torch.zeros(1).cuda()\n",
+        "docs/conf.py": "import torch\nx = torch.zeros(1).cuda()\n",
+        "scripts/convert.py": "import torch\nif __name__ == '__main__':\n    torch.zeros(1).cuda()\n",
+    })
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "library"
+    w = where(report)
+    assert w["lib/a.py"] == ""
+    assert w["tests/test_a.py"] == w["lib/test_b.py"] == w["docs/conf.py"] == EXCLUDED
+    assert w["scripts/convert.py"] == STANDALONE
+
+
+def test_console_script_that_trains_is_an_entry(tmp_path):
+    root = tree(tmp_path, {
+        "pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.scripts]\nx-train = "xpkg.cli:main"\n',
+        "xpkg/__init__.py": "",
+        "xpkg/cli.py": "import torch\nfrom xpkg.loop import fit\ndef main():\n    fit()\n    torch.optim.SGD([]).step()\n",
+        "xpkg/loop.py": "import torch\ndef fit():\n    torch.zeros(1).cuda()\n",
+        "xpkg/other.py": "import torch\nz = torch.zeros(1).cuda()\n",
+    })
+    report = scan(root)
+    assert report.extra["reach"]["entries"] == ["xpkg/cli.py"]
+    w = where(report)
+    assert w["xpkg/loop.py"] == "" and w["xpkg/other.py"] == UNREACHED
+
+
+# ------------------------------------------------------------------------------------------ builds
+
+
+def test_jit_load_in_an_unreached_module_costs_nothing(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": TRAIN,
+        "model.py": "class Net: pass\n",
+        "ops/jit.py": (
+            "import os\nfrom torch.utils.cpp_extension import load\n"
+            "here = os.path.dirname(__file__)\n"
+            "ext = load(name='k', sources=[os.path.join(here, 'k.cu')])\n"
+        ),
+        "ops/k.cu": KERNEL,
+    })
+    report = scan(root)
+    w = where(report)
+    assert w["ops/k.cu"].startswith("compiled into load@ops/jit.py:4")
+    report = scan(root, entries=["train.py", "ops/jit.py"])
+    assert where(report)["ops/k.cu"] == ""
+
+
+def test_headers_a_built_source_includes_are_built(tmp_path):
+    root = tree(tmp_path, {
+        "setup.py": (
+            "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+            "setup(ext_modules=[CUDAExtension('pkg._C', ['csrc/main.cu'])])\n"
+        ),
+        "pkg/__init__.py": "from pkg import _C\n",
+        "csrc/main.cu": '#include "kernels/inner.cuh"\n' + KERNEL,
+        "csrc/kernels/inner.cuh": "#pragma once\n__global__ void inner(float* x) { x[1] = 2; }\n",
+        "csrc/orphan.cuh": "__global__ void orphan(float* x) { }\n",
+    })
+    report = scan(root)
+    w = where(report)
+    assert w["csrc/main.cu"] == w["csrc/kernels/inner.cuh"] == ""
+    assert w["csrc/orphan.cuh"] == UNBUILT
+    (t,) = [t for t in report.tasks if t.kind == "port-extension"]
+    assert t.id == "T-ext-pkg._C" and t.details["kernels"] == 2
+
+
+def test_cmake_targets_build_their_sources(tmp_path):
+    root = tree(tmp_path, {
+        "CMakeLists.txt": "project(x LANGUAGES CXX CUDA)\nfile(GLOB SRC ${CMAKE_CURRENT_SOURCE_DIR}/src/*.cu)\nadd_library(x SHARED ${SRC})\n",
+        "src/a.cu": KERNEL,
+        "old/b.cu": KERNEL,
+    })
+    w = where(scan(root))
+    assert w["src/a.cu"] == "" and w["old/b.cu"] == UNBUILT and w["CMakeLists.txt"] == ""
+
+
+def test_vendored_code_is_off_the_path_unless_a_build_compiles_it(tmp_path):
+    root = tree(tmp_path, {
+        "setup.py": (
+            "import glob\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+            "srcs = ['csrc/own.cu'] + glob.glob('third_party/fa/csrc/*.cu')\n"
+            "setup(ext_modules=[CUDAExtension('pkg._C', srcs)])\n"
+        ),
+        "pkg/__init__.py": "from pkg import _C\n",
+        "csrc/own.cu": '#include <cutlass/gemm.h>\n' + KERNEL,
+        "csrc/cutlass/include/cutlass/gemm.h": "#include <cuda_runtime.h>\n__global__ void g(float* x) { }\n",
+        "csrc/cutlass/test/unit.cu": KERNEL,
+        "third_party/fa/csrc/attn.cu": KERNEL,
+    })
+    report = scan(root)
+    w = where(report)
+    assert w["csrc/own.cu"] == ""
+    assert w["csrc/cutlass/test/unit.cu"].startswith("vendored third-party code (csrc/cutlass)")
+    assert w["csrc/cutlass/include/cutlass/gemm.h"].startswith("vendored")
+    assert w["third_party/fa/csrc/attn.cu"] == ""  # compiled by the build: replaced as a whole
+    kinds = {t.id: t.kind for t in report.tasks}
+    assert kinds["T-vendored-third_party/fa"] == "replace-vendored"
+    assert "T-vendored-csrc/cutlass" not in kinds
+
+
+def test_explicit_files_treat_native_sources_as_built(tmp_path):
+    root = tree(tmp_path, {"k.cu": KERNEL, "tests/t.py": "import torch\nx = torch.zeros(1).cuda()\n"})
+    report = run_scan(Settings(root=root, files=[root / "k.cu", root / "tests" / "t.py"])).report
+    assert report.extra["reach"]["mode"] == "files"
+    w = where(report)
+    assert w["k.cu"] == "" and w["tests/t.py"] == EXCLUDED
+
+
+# ------------------------------------------------------------------------------------------ facts
+
+
+def test_build_facts_read_sources_through_joins_globs_and_names():
+    facts = build_facts(textwrap.dedent("""
+        import glob, os
+        from pathlib import Path
+        import torch.utils.cpp_extension as ext
+        this_dir = os.path.dirname(os.path.abspath(__file__))
+        srcs = [os.path.join(this_dir, "csrc", "a.cpp")]
+        srcs += glob.glob(os.path.join("csrc", "**", "*.cu"), recursive=True)
+        srcs.append(str(Path(__file__).parent / "csrc" / "b.cu"))
+        builder = ext.CUDAExtension if os.environ.get("CUDA") else ext.CppExtension
+        modules = [builder(name=f"pkg._{n}", sources=sorted(srcs)) for n in ("a", "b")]
+        lib = ext.load_inline(name="inl", cpp_sources="", cuda_sources="__global__ void k() {}")
+    """))
+    (b, inline) = facts["builds"]
+    assert b["kind"] == "cuda" and b["name"] == "pkg._*" and b["line"] == 10
+    assert b["sources"] == ["csrc/**/*.cu", "csrc/a.cpp", "csrc/b.cu"]
+    assert inline == {"kind": "load_inline", "line": 11, "name": "inl", "sources": [], "cuda": True}
+
+
+def test_build_facts_unknown_sources_are_any_path():
+    facts = build_facts("from torch.utils.cpp_extension import load\nm = load(name='x', sources=self.sources())\n")
+    assert facts["builds"][0]["sources"] == ["**"]
+    assert build_facts("import torch\n") == {}
+
+
+def test_native_build_facts():
+    assert native_build_facts('#include "a/b.h"\n#include <cuda.h>\n', cmake=False) == {"includes": ["a/b.h", "cuda.h"]}
+    cm = native_build_facts("add_library(x ${CMAKE_CURRENT_SOURCE_DIR}/k.cu ${OTHER}/j.cpp)\n", cmake=True)
+    assert cm == {"cmake_build": True, "cmake_sources": [[1, "k.cu"], [1, "**/j.cpp"]]}
+
+
+def test_module_names_from_packages_and_scripts():
+    idx = module_names(["src/pkg/__init__.py", "src/pkg/sub/__init__.py", "src/pkg/sub/m.py", "scripts/run.py"])
+    assert idx["pkg.sub.m"] == ["src/pkg/sub/m.py"] and idx["src.pkg.sub.m"] == ["src/pkg/sub/m.py"]
+    assert idx["pkg"] == ["src/pkg/__init__.py"] and idx["run"] == ["scripts/run.py"]
+
+
+@pytest.mark.parametrize("pattern,path,hit", [
+    ("csrc/*.cu", "csrc/a.cu", True), ("csrc/*.cu", "csrc/x/a.cu", False),
+    ("csrc/**/*.cu", "csrc/a.cu", True), ("csrc/**/*.cu", "csrc/x/y/a.cu", True),
+    ("**", "any/where.cu", True), ("a?.cu", "ab.cu", True), ("a.cu", "xa.cu", False),
+])
+def test_path_patterns(pattern, path, hit):
+    assert bool(path_regex(pattern).match(path)) is hit
