@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .config import ConfigError
-from .pricing import PRICINGS, lookup
+from .config import ConfigError, number_problem, workload_problem
+from .pricing import lookup
 
 DEFAULT_DAY_RATE = 1200.0  # USD per loaded engineer-day; docs/effort-model.md explains the figure
 DEFAULT_HORIZON_MONTHS = 12.0  # the port must pay back within this many months for a "trainium" verdict
@@ -51,14 +51,9 @@ def workload_number(values: dict, key: str, *, integer: bool = False, positive: 
     v = values.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
-        raise ConfigError(f"workload {key}: expected a number, got {v!r}")
-    if integer and (v != int(v) or v < 1):
-        raise ConfigError(f"workload {key}: expected a whole number >= 1, got {v!r}")
-    if positive and v <= 0:
-        raise ConfigError(f"workload {key}: must be greater than 0, got {v!r}")
-    if minimum is not None and v < minimum:
-        raise ConfigError(f"workload {key}: must be at least {minimum:g}, got {v!r}")
+    problem = number_problem(v, integer=integer, positive=positive, minimum=minimum)
+    if problem:
+        raise ConfigError(f"workload {key}: {problem}")
     return int(v) if integer else float(v)
 
 
@@ -82,8 +77,9 @@ def _price(values: dict, side: str, pricing: str) -> tuple[float, str | None, st
 def workload_from(values: dict) -> Workload:
     """A Workload from dashed keys (config values overlaid with flags). Raises ConfigError."""
     pricing = values.get("pricing", "on-demand")
-    if pricing not in PRICINGS:
-        raise ConfigError(f"workload pricing: expected one of {', '.join(PRICINGS)}, got {pricing!r}")
+    problem = workload_problem("pricing", pricing)
+    if problem:
+        raise ConfigError(f"workload pricing: {problem}")
     hours = workload_number(values, "gpu-hours-per-run")
     if hours is None:
         raise ConfigError("no GPU hours per run: pass --gpu-hours-per-run H (wall-clock hours of one training run on "

@@ -7,6 +7,7 @@ into exit code 2.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import sys
@@ -250,7 +251,7 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
                 close = difflib.get_close_matches(key, WORKLOAD_KEYS, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise raw.error(f"workload: unknown key '{key}'{hint}", key, "workload")
-            problem = _workload_problem(key, w[key])
+            problem = workload_problem(key, w[key])
             if problem:
                 raise raw.error(f"workload: {key}: {problem}", key)
         settings.workload = dict(w)
@@ -266,18 +267,27 @@ def workload_error(settings: Settings, error: ConfigError) -> ConfigError:
     return raw.error(f"workload: {error}", None, "workload")
 
 
-def _workload_problem(key: str, value: Any) -> str | None:
+def workload_problem(key: str, value: Any) -> str | None:
     """Why a [tool.neuron-ready.workload] value cannot be used, or None."""
     if key in _WORKLOAD_NAMES:
         return None if isinstance(value, str) and value else f"expected an instance name, got {value!r}"
     if key == "pricing":
         return None if value in PRICINGS else f"expected one of {', '.join(PRICINGS)}, got {value!r}"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if key == "day-rate":
+        return number_problem(value, positive=False, minimum=0.0)
+    return number_problem(value, integer=key in _WORKLOAD_COUNTS)
+
+
+def number_problem(value: Any, *, integer: bool = False, positive: bool = True, minimum: float | None = None) -> str | None:
+    """Why `value` is not a usable workload number, or None: one rule for config values and flags."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return f"expected a number, got {value!r}"
-    if key in _WORKLOAD_COUNTS and (value != int(value) or value < 1):
+    if integer and (value != int(value) or value < 1):
         return f"expected a whole number >= 1, got {value!r}"
-    if value < 0 or (value == 0 and key != "day-rate"):
+    if positive and value <= 0:
         return f"must be greater than 0, got {value!r}"
+    if minimum is not None and value < minimum:
+        return f"must be at least {minimum:g}, got {value!r}"
     return None
 
 
