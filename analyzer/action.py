@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from .baseline import ReportDiff, diff_reports
-from .config import Settings
-from .engine import ScanOutcome, run_scan
+from .engine import ScanOutcome
 from .gate import diff_fail_reasons, fail_reasons
 from .github import GitHubClient, GitHubError, Outcome, parse_time, upsert_comment
 from .model import Report

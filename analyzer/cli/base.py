@@ -77,6 +77,13 @@ def main() -> None:
     """
 
 
+def exit_on_fail(ctx: click.Context, reasons: list[str]) -> None:
+    """Exit 1 with the reasons on stderr when a --fail-on threshold is met."""
+    if reasons:
+        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
+        ctx.exit(1)
+
+
 def write_output(text: str, output: str | None) -> None:
     if output is None or output == "-":
         click.echo(text, nl=False)

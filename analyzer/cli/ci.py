@@ -12,7 +12,7 @@ import click
 from ..action import ActionError, ActionInputs, run_action
 from ..engine import run_scan
 from ..model import TARGETS
-from .base import UserError, split_list
+from .base import UserError, exit_on_fail, split_list
 from .diff import parse_fail_on
 from .scan import build_settings
 
@@ -60,6 +60,4 @@ def ci_cmd(ctx, path, target, entry, fail_on, comment, base_ref, sarif, tag, sum
         click.echo(f"neuron-ready: {result.comment.message}", err=True)
     for note in result.notes:
         click.echo(f"neuron-ready: {note}", err=True)
-    if result.reasons:
-        click.echo("neuron-ready: --fail-on met: " + "; ".join(result.reasons), err=True)
-        ctx.exit(1)
+    exit_on_fail(ctx, result.reasons)

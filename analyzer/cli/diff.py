@@ -10,7 +10,7 @@ from ..baseline import diff_reports, load_report
 from ..config import check_fail_on
 from ..gate import diff_fail_reasons
 from ..render.diff import DIFF_FORMATS, render
-from .base import split_list, write_output
+from .base import exit_on_fail, split_list, write_output
 
 
 def parse_fail_on(values: tuple[str, ...]) -> list[str]:
@@ -34,7 +34,4 @@ def diff_cmd(ctx, base, head, fmt, output, fail_on):
     source, so code that only moved is neither new nor fixed."""
     diff = diff_reports(load_report(base), load_report(head))
     write_output(render(diff, fmt), output)
-    reasons = diff_fail_reasons(diff, parse_fail_on(fail_on))
-    if reasons:
-        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
-        ctx.exit(1)
+    exit_on_fail(ctx, diff_fail_reasons(diff, parse_fail_on(fail_on)))

@@ -10,6 +10,7 @@ import click
 from ..engine import run_scan
 from ..gate import fail_reasons
 from ..render import render
+from .base import exit_on_fail
 from .scan import baseline_option, build_settings, scan_options, with_baseline
 
 
@@ -37,6 +38,4 @@ def hook_cmd(ctx, files, fail_on, baseline_path, target, select, ignore, exclude
     reasons = fail_reasons(report, settings.fail_on)
     if report.findings or report.diagnostics or reasons:
         click.echo(render(report, "text", color=bool(color)), nl=False)
-    if reasons:
-        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
-        ctx.exit(1)
+    exit_on_fail(ctx, reasons)

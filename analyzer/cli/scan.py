@@ -15,7 +15,7 @@ from ..gate import fail_reasons
 from ..model import TARGETS
 from ..progress import for_terminal
 from ..render import FORMATS, render
-from .base import UserError, split_list, write_output
+from .base import UserError, exit_on_fail, split_list, write_output
 
 
 def resolve_paths(paths: tuple[Path, ...]) -> tuple[Path, list[Path] | None]:
@@ -51,6 +51,28 @@ def scan_options(f):
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def report_options(f):
+    """--format, -o and --fail-on: the options of every command that writes a scan report."""
+    options = [
+        click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format."),
+        click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output."),
+        click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus), a rule id/prefix/category, or 'any'."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+color_option = click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
+
+
+def emit_report(ctx: click.Context, report, settings, fmt: str, output: str | None, color: bool | None, catalog=None) -> None:
+    """Write the report (colour only for text on a terminal, unless told), then apply --fail-on."""
+    use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
+    write_output(render(report, fmt, color=bool(use_color) and fmt == "text", catalog=catalog), output)
+    exit_on_fail(ctx, fail_reasons(report, settings.fail_on))
 
 
 def run_options(f):
@@ -145,16 +167,14 @@ def with_baseline(report, baseline_path: Path | None, write_baseline: Path | Non
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format.")
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
-@click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus), a rule id/prefix/category, or 'any'.")
+@report_options
 @baseline_option
 @click.option("--write-baseline", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False),
               help="Write every finding's fingerprint to FILE: they are accepted from now on.")
 @click.option("--entry", "entries", multiple=True, metavar="FILE_OR_MODULE", help="A training entry point (repeatable); default: detected (a __main__ guard that trains).")
 @scan_options
 @run_options
-@click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
+@color_option
 @click.pass_context
 def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entries, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
          jobs, no_cache, cache_dir, quiet, color):
@@ -169,9 +189,4 @@ def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entrie
     apply_run_options(settings, jobs, no_cache, cache_dir)
     outcome = run_with_progress(settings, quiet)
     report = with_baseline(outcome.report, baseline_path, write_baseline)
-    use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
-    write_output(render(report, fmt, color=bool(use_color) and fmt == "text", catalog=outcome.catalog), output)
-    reasons = fail_reasons(report, settings.fail_on)
-    if reasons:
-        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
-        ctx.exit(1)
+    emit_report(ctx, report, settings, fmt, output, color, outcome.catalog)

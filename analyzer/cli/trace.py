@@ -7,22 +7,19 @@ here lazily (through ..trace), so the base install runs every other command with
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import click
 
 from ..discover import Discovery
 from ..engine import active_catalog, run_scan
-from ..gate import fail_reasons
-from ..render import FORMATS, render
 from ..report import build_report
 from ..sources import FileResult
 from ..trace_data import TraceRequest, TraceSetupError, parse_inputs
 from ..trace_merge import merge, status_counts
 from ..trace_ops import OpJudge, trace_findings, trace_summary
-from .base import UserError, write_output
-from .scan import build_settings, scan_options
+from .base import UserError
+from .scan import build_settings, color_option, emit_report, report_options, scan_options
 
 
 @click.command("trace")
@@ -37,11 +34,9 @@ from .scan import build_settings, scan_options
               help="Also scan PATH statically and merge: static findings are marked confirmed, traced or not-traced.")
 @click.option("--graph-breaks/--no-graph-breaks", default=True, show_default=True,
               help="Find TorchDynamo graph breaks with torch._dynamo.explain.")
-@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format.")
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
-@click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class, a rule id/prefix/category, or 'any'.")
+@report_options
 @scan_options
-@click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
+@color_option
 @click.pass_context
 def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt, output, fail_on,
               target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
@@ -79,9 +74,4 @@ def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt
     summary = trace_summary(result, judge)
     summary["findings"] = status_counts(report.findings)
     report.extra["trace"] = summary
-    use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
-    write_output(render(report, fmt, color=bool(use_color) and fmt == "text"), output)
-    reasons = fail_reasons(report, settings.fail_on)
-    if reasons:
-        click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
-        ctx.exit(1)
+    emit_report(ctx, report, settings, fmt, output, color)
