@@ -950,7 +950,7 @@ class PythonScanner(Walker):
                 continue
             if type(func) is cst.Attribute and func.attr.value in ("any", "all", "item", "sum", "max", "min",
                                                                    "mean", "norm", "count_nonzero"):
-                if func.attr.value in ("sum", "max", "min", "mean", "norm") and not n.args == []:
+                if func.attr.value in ("sum", "max", "min", "mean", "norm") and n.args:
                     continue  # `.sum(dim)` and friends return tensors; only whole reductions are read back
                 return f".{func.attr.value}()"
         return None
