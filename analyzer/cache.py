@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -81,15 +82,25 @@ def relevant_first_party(ctx: ScanContext) -> list[str]:
     return sorted(ctx.first_party if roots is None else ctx.first_party & roots)
 
 
-def context_digest(ctx: ScanContext) -> str:
-    import libcst
+def _libcst_version() -> str:
+    """libcst's version without importing it (the main process of a scan may never need it)."""
+    spec = importlib.util.find_spec("libcst")
+    origin = Path(spec.origin) if spec is not None and spec.origin else None
+    try:
+        return hashlib.sha256((origin.parent / "_version.py").read_bytes()).hexdigest()
+    except (AttributeError, OSError):
+        import libcst
 
+        return getattr(libcst, "__version__", libcst.__file__)
+
+
+def context_digest(ctx: ScanContext) -> str:
     parts = {
         "format": FORMAT,
         "tool": __version__,
         "code": code_fingerprint(),
         "python": list(sys.version_info[:2]),  # ast's syntax check depends on it
-        "libcst": getattr(libcst, "__version__", libcst.__file__),
+        "libcst": _libcst_version(),
         "catalog": catalog_fingerprint(ctx.catalog),
         "target": ctx.target,
         "max_file_size": ctx.max_file_size,

@@ -58,6 +58,21 @@ class ArgCond:
     int_like: bool | None = None  # True: value looks like a Python int (literal, `x.shape[0]`, `num_heads`)
 
 
+def conds_hold(conds: tuple[ArgCond, ...], find, value_ok) -> bool:
+    """Argument conditions over any syntax tree (libcst in python.py, ast in screen.py):
+    `find(cond)` gives the argument or None, `value_ok(cond, value)` judges a present value."""
+    for cond in conds:
+        value = find(cond)
+        if cond.missing is not None:
+            if cond.missing != (value is None):
+                return False
+            if cond.missing:
+                continue
+        if value is None or not value_ok(cond, value):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class Match:
     kind: str

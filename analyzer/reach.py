@@ -27,8 +27,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-import networkx as nx
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -37,6 +37,9 @@ else:  # pragma: no cover
 
 from .config import ConfigError
 from .sources.builds import ANY, normalise
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 EXCLUDED_DIRS = frozenset({
     "test", "tests", "testing", "unittests", "benchmark", "benchmarks", "bench", "example", "examples", "doc", "docs",
@@ -380,6 +383,8 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
         if not reach.entries:
             reach.mode = "library"
 
+    import networkx as nx  # here, not at the top: the main process imports it while workers parse
+
     graph = _import_graph(info, python, modules, exts)
     reached: set[str] = set()
     for e in reach.entries:
@@ -468,6 +473,8 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
 
 def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[str, list[str]],
                   exts: list[Extension]) -> nx.DiGraph:
+    import networkx as nx
+
     g = nx.DiGraph()
     g.add_nodes_from(python)
     named_exts = [(e, e.name) for e in exts if e.name and e.kind not in ("load", "load_inline", "cmake")]

@@ -11,8 +11,10 @@ a generator seeded by the key alone, by inverse transform of the same uniforms, 
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 TRIALS = 20_000
 SEED_SALT = b"neuron-ready/effort/v1:"
@@ -24,6 +26,8 @@ def seed_of(key: str) -> int:
 
 def triangular_ppf(u: np.ndarray, low: float, likely: float, high: float) -> np.ndarray:
     """The u-quantiles of Triangular(low, likely, high)."""
+    import numpy as np
+
     if high <= low:
         return np.full_like(u, low)
     span = high - low
@@ -38,6 +42,8 @@ def quantiles(variables: list[tuple[str, float, float, float]], qs: tuple[float,
     """Quantiles of a sum of triangular variables (key, low, likely, high). Variables with different
     keys are independent; variables that share a key share their uniforms (fully correlated: the
     same technique repeated, which goes well or badly everywhere at once)."""
+    import numpy as np  # here, not at the top: the main process imports it while workers parse
+
     total = np.zeros(trials)
     by_key: dict[str, list[tuple[float, float, float]]] = {}
     for key, low, likely, high in variables:

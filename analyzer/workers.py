@@ -224,8 +224,10 @@ class _Queue:
 
 
 def run_supervised(tasks: list[Task], ctx: ScanContext, keys: Keys | None, workers: int,
-                   on_done: Done, tick: Callable[[], None] = lambda: None) -> None:
-    """Scan every task in up to `workers` processes; on_done is called once per task."""
+                   on_done: Done, tick: Callable[[], None] = lambda: None,
+                   warm: Callable[[], None] | None = None) -> None:
+    """Scan every task in up to `workers` processes; on_done is called once per task. `warm` runs
+    once, when the first workers have their files: the main process loads its own modules then."""
     timeout = file_timeout()
     mp = _context()
     ctx.index  # build once, before forking
@@ -253,6 +255,9 @@ def run_supervised(tasks: list[Task], ctx: ScanContext, keys: Keys | None, worke
                     idle = _Worker(mp, ctx, keys)
                     pool.append(idle)
                 idle.assign(task, timeout)
+            if warm is not None:
+                warm()
+                warm = None
             busy_workers = [w for w in pool if w.task is not None]
             wake = max(0.0, min(min(w.check_at for w in busy_workers) - time.monotonic(), TICK))
             ready = set(wait([w.conn for w in busy_workers] + [w.process.sentinel for w in busy_workers], wake))

@@ -34,7 +34,8 @@ def catalog_of(*rules: tuple[str, str, str]) -> Catalog:
     return Catalog({r.id: r for r in load_text(text, "test.toml")})
 
 
-def scan_text(code: str, catalog: Catalog | None = None, name: str = "example.py", target: str = "native") -> FileResult:
+def scan_text(code: str, catalog: Catalog | None = None, name: str = "example.py", target: str = "native",
+              screen: bool = True, dedent: bool = True) -> FileResult:
     catalog = catalog if catalog is not None else load_catalog()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
@@ -42,9 +43,9 @@ def scan_text(code: str, catalog: Catalog | None = None, name: str = "example.py
         if isinstance(code, bytes):
             path.write_bytes(code)
         else:
-            path.write_text(textwrap.dedent(code), encoding="utf-8")
+            path.write_text(textwrap.dedent(code) if dedent else code, encoding="utf-8")
         kind = file_kind(name)
-        return scan_file(FileJob(str(path), name, kind), ScanContext(catalog, target))
+        return scan_file(FileJob(str(path), name, kind), ScanContext(catalog, target, screen=screen))
 
 
 def hits(result: FileResult) -> list[tuple[int, str, str]]:

@@ -11,11 +11,10 @@ import io
 import itertools
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any
 
 from ..catalog import Catalog, Rule, selector_matches
 from ..model import Diagnostic, Finding
@@ -26,7 +25,13 @@ from .builds import build_facts
 from .imports import python_facts
 from .notebook import NotebookError, join_cells, notebook_cells
 from .pyindex import PyIndex, build_index, passes_prefilter
-from .python import Hit, scan_module, snippet_of
+from .screen import reduce_source
+
+if TYPE_CHECKING:
+    from .python import Hit
+
+# libcst (and python.py, which walks its trees) load on first use: the main process of a
+# parallel scan, and scans the screen finds nothing to parse in, never need them.
 
 KINDS = ("python", "notebook", "native", "cmake", "deps")
 
@@ -45,6 +50,7 @@ class ScanContext:
     max_file_size: int = 2 * 1024 * 1024
     per_path_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     first_party: frozenset[str] = frozenset()  # the scanned project's own top-level packages
+    screen: bool = True  # cut what no rule can match before libcst parses (same report; tests turn it off)
     _index: PyIndex | None = field(default=None, repr=False)
     _native: list | None = field(default=None, repr=False)
     _deps: list | None = field(default=None, repr=False)
@@ -83,7 +89,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     suppressed: int = 0
-    parsed: bool = False  # libcst parsed it (the prefilter let it through)
+    parsed: bool = False  # matched as Python (the text prefilter let it through)
     facts: dict[str, Any] = field(default_factory=dict)
 
 
@@ -225,38 +231,11 @@ class Unparseable(Exception):
         self.raw_line = line
 
 
-def _validation_only(method) -> bool:
-    code = getattr(method, "__code__", None)
-    return code is not None and code.co_names == ("_validate",)
+def parse_module(text: str):
+    """libcst's parse of `text` (a cst.Module); Unparseable when it cannot."""
+    from .cstparse import parse_cst
 
-
-# libcst runs every node's _validate() as the node is constructed, also for the nodes its own
-# parser builds: a check meant for hand-built trees (libcst's source says so) that costs a seventh
-# of a scan, and on some valid code rejects what the parser accepted (LibCST#1061). Our parses skip
-# it, as long as libcst's __post_init__ does nothing but validate.
-_POST_INIT = cst.CSTNode.__post_init__
-_SKIP_VALIDATION = _validation_only(_POST_INIT)
-
-
-def _no_validation(self) -> None:
-    pass
-
-
-def parse_module(text: str) -> cst.Module:
-    try:
-        if _SKIP_VALIDATION:
-            cst.CSTNode.__post_init__ = _no_validation
-            try:
-                return cst.parse_module(text)
-            finally:
-                cst.CSTNode.__post_init__ = _POST_INIT
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as e:
-        raise Unparseable(str(e.message), e.raw_line) from None
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as e:  # noqa: BLE001 - CSTValidationError, a Rust PanicException (a BaseException)
-        raise Unparseable(f"{type(e).__name__}: {e}", 1) from None
+    return parse_cst(text)
 
 
 def nesting_risk(text: str) -> bool:
@@ -276,22 +255,60 @@ _NOT_BRACKET = re.compile(r"[^()\[\]{}]+")
 _BRACKET_DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
-def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool):
+def _ast_parse(text: str) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like: the file's business, not the report's
+        return ast.parse(text)
+
+
+def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, screen: bool = False):
+    """Match a Python source. `screen`: cut what no rule can match before libcst parses it
+    (sources/screen.py); the hits come back with the file's own line numbers."""
     module_name, is_package = module_name_of(rel)
-    if nesting_risk(text):
+    risky = nesting_risk(text)
+    screen = screen and ctx.screen and not collect_setup
+    tree = None
+    if risky or screen:
         try:
-            ast.parse(text)
+            tree = _ast_parse(text)
         except (RecursionError, MemoryError):
-            raise _TooDeep("nested too deeply for Python's own parser; skipped") from None
+            if risky:
+                raise _TooDeep("nested too deeply for Python's own parser; skipped") from None
         except SyntaxError as e:
-            if "too many nested" in str(e) or "too complex" in str(e):
+            if risky and ("too many nested" in str(e) or "too complex" in str(e)):
                 raise _TooDeep(f"{e.msg}; skipped") from None
-    module = parse_module(text)
-    return scan_module(module, ctx.index, module_name, is_package, collect_setup, ctx.first_party)
+        except ValueError:  # NUL bytes: libcst's diagnostic follows
+            pass
+    reduced = None
+    if tree is not None and screen:
+        try:
+            reduced = reduce_source(text, tree, ctx.index, module_name, is_package)
+        except RecursionError:  # a pathological expression: libcst decides on the whole file
+            reduced = None
+    del tree
+    from .python import PyResult, scan_module
+
+    if reduced is not None and not reduced.matchable:
+        return PyResult([], [], False, False, [], None)
+    module = None
+    if reduced is not None:
+        try:
+            module = parse_module(reduced.text)
+        except Unparseable:
+            reduced = None  # the whole file then says where and why
+    if module is None:
+        module = parse_module(text)
+    res = scan_module(module, ctx.index, module_name, is_package, collect_setup, ctx.first_party)
+    if reduced is not None:
+        for h in res.hits:
+            h.line = reduced.original_line(h.line)
+    return res
 
 
 def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: ScanContext, rel: str,
                      where: list[tuple[int, int]] | None = None) -> None:
+    from .python import snippet_of
+
     for h in hits:
         line_text = lines[h.line - 1] if 0 < h.line <= len(lines) else ""
         snippet = snippet_of(h.node)
@@ -314,7 +331,7 @@ def _syntax_diagnostic(rel: str, e: Unparseable, text: str,
     if m and len(reason) > 80:
         reason = m.group(1) + ", ".join(m.group(2).split(", ")[:6]) + ", …"
     try:
-        ast.parse(text)
+        _ast_parse(text)
     except SyntaxError as se:
         if se.lineno:
             line, reason = se.lineno, se.msg
@@ -343,7 +360,7 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
         # Nothing here can match; still report a file that is not Python at all (ast is ~10x
         # cheaper than libcst; its rare disagreements, e.g. newer syntax, are settled by libcst).
         try:
-            ast.parse(text)
+            _ast_parse(text)
             return
         except (SyntaxError, ValueError):
             pass
@@ -355,7 +372,7 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
             result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
     try:
-        res = _python_hits(text, job.rel, ctx, collect_setup)
+        res = _python_hits(text, job.rel, ctx, collect_setup, screen=True)
     except Unparseable as e:
         result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return

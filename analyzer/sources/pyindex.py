@@ -52,6 +52,7 @@ class PyIndex:
     patterns: dict[str, list[Entry]] = field(default_factory=dict)
     triggers: tuple[str, ...] = ()
     has_dependency_rules: bool = False
+    requires: frozenset[str] = frozenset()  # modules some Python clause needs the file to import
 
     def empty(self) -> bool:
         return not (
@@ -73,10 +74,13 @@ PATTERN_TRIGGERS = {
 def build_index(catalog: Catalog) -> PyIndex:
     idx = PyIndex()
     triggers: set[str] = set()
+    requires: set[str] = set()
     rule: Rule
     for rule in catalog:
         for m in rule.match:
             entry = (rule, m)
+            if m.kind in PY_KINDS:
+                requires.update(m.requires)
             if m.kind == "import":
                 for mod in m.modules:
                     idx.imports.append((mod, entry))
@@ -107,6 +111,7 @@ def build_index(catalog: Catalog) -> PyIndex:
             if m.kind in PY_KINDS and m.kind != "pattern":
                 triggers.update(t for t in m.triggers() if t)
     idx.triggers = tuple(sorted(triggers))
+    idx.requires = frozenset(requires)
     return idx
 
 

@@ -17,8 +17,9 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from ..catalog import ArgCond, Match, Rule
+from ..catalog import ArgCond, Match, Rule, conds_hold
 from .cstwalk import Walker, field_order, is_node_type
+from .imports import absolute
 from .pyindex import PyIndex
 
 _BUILTINS = frozenset(dir(builtins))
@@ -94,7 +95,7 @@ class PyResult:
     main_guard: bool
     trains: bool
     requirements: list[tuple[int, str]]  # setup.py install_requires & co, with lines
-    module: cst.Module
+    module: cst.Module | None  # None: the screen found nothing to parse
 
 
 def literal_value(node: cst.CSTNode | None) -> Any:
@@ -450,14 +451,7 @@ class PythonScanner(Walker):
 
     def absolute_module(self, module: cst.CSTNode | None, level: int) -> str:
         name = ".".join(dotted_parts(module) or []) if module is not None else ""
-        if not level:
-            return name
-        base = self.module_name.split(".") if self.module_name else []
-        if not self.is_package:
-            base = base[:-1]
-        if level > 1:
-            base = base[: max(0, len(base) - (level - 1))]
-        return ".".join([*base, name] if name else base)
+        return absolute(name, level, self.module_name, self.is_package)
 
     def import_guard(self) -> tuple[bool, bool]:
         """(guarded, type_only) for an import at the current position."""
@@ -780,33 +774,25 @@ class PythonScanner(Walker):
         self.trains = True
 
     def args_match(self, call: cst.Call, conds: tuple[ArgCond, ...]) -> bool:
-        for cond in conds:
-            value = find_arg(call, cond)
-            if cond.missing is not None:
-                if cond.missing != (value is None):
-                    return False
-                if cond.missing:
-                    continue
-            if value is None:
+        return conds_hold(conds, lambda cond: find_arg(call, cond), self.value_matches)
+
+    def value_matches(self, cond: ArgCond, value: cst.CSTNode) -> bool:
+        lit = literal_value(value)
+        if cond.literal is not None and cond.literal == (lit is NOT_LITERAL):
+            return False
+        if cond.equals and not any(_same(lit, e) for e in cond.equals):
+            return False
+        if cond.pattern and not _pattern_matches(cond.pattern, value):
+            return False
+        if cond.names:
+            q, _ = self.resolve(value)
+            if q is None or not _name_in(q, cond.names):
                 return False
-            lit = literal_value(value)
-            if cond.literal is not None and cond.literal == (lit is NOT_LITERAL):
-                return False
-            if cond.equals and not any(_same(lit, e) for e in cond.equals):
-                return False
-            if cond.pattern and not _pattern_matches(cond.pattern, value):
-                return False
-            if cond.names:
-                q, _ = self.resolve(value)
-                if q is None or not _name_in(q, cond.names):
-                    return False
-            if cond.string is not None and cond.string != bool(string_shapes(value)):
-                return False
-            if cond.maybe_none is not None and cond.maybe_none != _maybe_none(value):
-                return False
-            if cond.int_like is not None and cond.int_like != self.int_like(value):
-                return False
-        return True
+        if cond.string is not None and cond.string != bool(string_shapes(value)):
+            return False
+        if cond.maybe_none is not None and cond.maybe_none != _maybe_none(value):
+            return False
+        return cond.int_like is None or cond.int_like == self.int_like(value)
 
     def int_like(self, value: cst.CSTNode) -> bool:
         """A Python int rather than a tensor, judged from the expression: a literal, a shape or

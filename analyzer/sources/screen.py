@@ -1,0 +1,655 @@
+"""Which functions and classes of a Python file could a rule match? An `ast` screen ahead of libcst.
+
+libcst builds a full object tree and costs about ten times what Python's own parser does, while
+in PyTorch code most functions match no rule at all. So a file that passes the text prefilter is
+parsed with `ast` first, and every function or class (at module level, in module-level `if`/`try`
+blocks, and inside kept classes) that provably holds nothing a rule could match is cut out and
+replaced by a one-line stub binding the same name. libcst parses what is left, and the hits' line
+numbers are mapped back, so the report is the one a full parse gives.
+
+The screen mirrors python.py's entry points and over-approximates them; it never decides on a
+guess. Names resolve to every qualified name any import or alias in the file could give them; an
+argument condition fails only when it certainly fails (the argument is absent, or certainly not
+the literal, string or name asked for); a clause that `requires` a module the file never imports
+cannot match; anything the screen cannot judge keeps its region. Regions that change what the file
+as a whole reports stay too: an import of a module some clause `requires` that the rest of the
+file does not import, a Triton decorator (kernel names, for launches), and with the XLA step rule
+active, backward and mark_step calls. tests/test_screen.py checks screened and full scans agree.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import fnmatch
+import io
+import re
+from dataclasses import dataclass
+
+from ..catalog import ArgCond, Match, conds_hold
+from .imports import absolute
+from .pyindex import PyIndex
+
+_BUILTINS = frozenset(dir(builtins))
+# python.py's tensor_value_read: calls that read a tensor's value in a test.
+_TORCH_READS = frozenset({
+    "torch.any", "torch.all", "torch.equal", "torch.allclose", "torch.is_nonzero",
+    "torch.count_nonzero", "torch.isnan", "torch.isinf", "torch.isfinite",
+})
+_READ_METHODS = frozenset({"any", "all", "item", "count_nonzero"})
+_REDUCTIONS = frozenset({"sum", "max", "min", "mean", "norm"})  # read back only without arguments
+_IMPORT_CALLS = frozenset({"importlib.import_module", "builtins.__import__"})
+# Calls from which python.py learns that the file trains or cuts XLA steps.
+_STEP_NAMES = frozenset({"backward", "mark_step", "optimizer_step", "sync", "step", "MpDeviceLoader", "ParallelLoader"})
+_TRAIN_NAME = re.compile(r"(?i)(^|_)(train|training)($|_)|^fit$")  # python.py's _TRAIN_NAME
+_KNOWN_PATTERNS = frozenset({
+    "bool_mask_index", "tensor_control_flow", "triton_launch", "device_string", "xla_step_without_mark_step",
+})
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NOT_BOOLEAN_OPS = (ast.In, ast.NotIn, ast.Is, ast.IsNot)
+_MAYBE = object()  # a value the screen cannot judge
+_NOT_LITERAL = object()
+# Nodes python.py's literal_value never takes for a literal (True, False and None are ast.Constant).
+_NEVER_LITERAL = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.List, ast.Tuple, ast.Dict, ast.Set,
+                  ast.Compare, ast.BoolOp, ast.Lambda, ast.JoinedStr)
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """The text libcst parses and, for each of its lines, the line of the original file."""
+
+    text: str
+    lines: tuple[int, ...]
+    matchable: bool = True  # False: nothing in the file can match, so nothing needs parsing
+
+    def original_line(self, line: int) -> int:
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else line
+
+
+NOTHING = Reduced("", (), matchable=False)
+
+
+def reduce_source(text: str, tree: ast.Module, idx: PyIndex, module_name: str, is_package: bool) -> Reduced | None:
+    """The file without the functions and classes no active rule can match; None when all stay,
+    NOTHING when no rule can match anything in it."""
+    if "\r" in text.replace("\r\n", ""):
+        return None  # a lone CR ends a line for some tools and not others: not worth the doubt
+    if any(p not in _KNOWN_PATTERNS for p in idx.patterns):
+        return None  # a code matcher the screen does not know the shape of
+    screen = _Screen(idx, tree, text, module_name, is_package)
+    drops: list[ast.AST] = []
+    if not screen.screen(tree.body, drops) and not screen.needed(tree, frozenset(map(id, _regions(tree.body)))):
+        return NOTHING
+    drops = screen.keep_required_imports(drops)
+    return _cut(text, drops) if drops else None
+
+
+# ---------------------------------------------------------------------------------- regions and cuts
+
+def _regions(body: list[ast.stmt]):
+    """Functions and classes a screen may cut: in `body` and in its if/try blocks."""
+    for st in body:
+        t = type(st)
+        if t in _DEFS:
+            yield st
+        elif t is ast.If:
+            yield from _regions(st.body)
+            yield from _regions(st.orelse)
+        elif t is ast.Try or t.__name__ == "TryStar":
+            yield from _regions(st.body)
+            for h in st.handlers:
+                yield from _regions(h.body)
+            yield from _regions(st.orelse)
+            yield from _regions(st.finalbody)
+
+
+def _start(node: ast.AST) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
+def _cut(text: str, drops: list[ast.AST]) -> Reduced:
+    lines = io.StringIO(text, newline="").readlines()
+    out: list[str] = []
+    where: list[int] = []
+    i = 0  # 0-based index of the next original line to copy
+    for node in sorted(drops, key=_start):
+        start, end = _start(node) - 1, node.end_lineno
+        out.extend(lines[i:start])
+        where.extend(range(i + 1, start + 1))
+        def_line = lines[node.lineno - 1]
+        indent = def_line[: len(def_line) - len(def_line.lstrip(" \t\f"))]
+        newline = lines[end - 1][len(lines[end - 1].rstrip("\r\n")):] or "\n"
+        stub = f"class {node.name}: pass" if type(node) is ast.ClassDef else f"def {node.name}(): pass"
+        out.append(indent + stub + newline)  # python.py binds a definition's name to nothing importable
+        where.append(node.lineno)
+        i = end
+    out.extend(lines[i:])
+    where.extend(range(i + 1, len(lines) + 2))  # and a position after the last newline
+    return Reduced("".join(out), tuple(where))
+
+
+# ---------------------------------------------------------------------------------- ast helpers
+
+# Per node class, the fields that can hold nodes the screen looks at (not names, operators or ctx).
+_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "name", "arg", "module", "level", "names", "op", "ops",
+                          "kind", "type_comment", "conversion", "is_async", "simple", "type_ignores",
+                          "kwd_attrs", "rest", "asname"})
+_PLANS: dict[type, tuple[str, ...]] = {}
+
+
+def _plan(t: type) -> tuple[str, ...]:
+    plan = _PLANS.get(t)
+    if plan is None:
+        plan = _PLANS[t] = tuple(
+            f for f in t._fields if f not in _LEAF_FIELDS and not (f == "value" and t in (ast.Constant, ast.MatchSingleton))
+        )
+    return plan
+
+
+def _walk(node: ast.AST, skip: frozenset[int] = frozenset()):
+    """ast.walk, parents before children, without the subtrees whose ids are in `skip` (and
+    without leaves the screen never reads: contexts, operators, identifiers)."""
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        n = pop()
+        yield n
+        plan = _PLANS.get(type(n))
+        for f in plan if plan is not None else _plan(type(n)):
+            v = getattr(n, f)
+            if type(v) is list:
+                extend([c for c in v if c is not None and id(c) not in skip] if skip else [c for c in v if c is not None])
+            elif v is not None and (not skip or id(v) not in skip):
+                push(v)
+
+
+def _chain(node: ast.AST) -> list[str] | None:
+    """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain name chain."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
+def _literal(node: ast.AST):
+    """python.py's literal_value where ast and libcst agree exactly; _MAYBE where they may not."""
+    t = type(node)
+    if t is ast.Constant:
+        v = node.value
+        return v if v is None or type(v) in (str, int, float, bool) else _MAYBE
+    return _NOT_LITERAL if t in _NEVER_LITERAL else _MAYBE
+
+
+def _shapes(node: ast.AST) -> list[str] | None:
+    """python.py's string_shapes, or None where libcst may see other strings (f-strings keep
+    their source text there, escapes and all)."""
+    t = type(node)
+    if t is ast.Constant:
+        return [node.value] if type(node.value) is str else []
+    if t is ast.JoinedStr:
+        return None
+    if t is ast.BinOp and type(node.op) is ast.Add:
+        left, right = _shapes(node.left), _shapes(node.right)
+        if left is None or right is None:
+            return None
+        left, right = left or ["0"], right or ["0"]
+        return [] if left == right == ["0"] else [a + b for a in left for b in right]
+    if t is ast.IfExp:
+        body, orelse = _shapes(node.body), _shapes(node.orelse)
+        return None if body is None or orelse is None else body + orelse
+    return []
+
+
+def _fullmatch_may(pattern: str, shapes: list[str] | None) -> bool:
+    return shapes is None or any(re.fullmatch(pattern, s) for s in shapes)
+
+
+def _pattern_may(pattern: str, value: ast.AST) -> bool:
+    """python.py's _pattern_matches: a string shape, or a string in a list, dict or dict() call."""
+    if _fullmatch_may(pattern, _shapes(value)):
+        return True
+    t = type(value)
+    if t in (ast.List, ast.Tuple, ast.Set):
+        return any(_pattern_may(pattern, el.value if type(el) is ast.Starred else el) for el in value.elts)
+    if t is ast.Dict:
+        return any((k is not None and _pattern_may(pattern, k)) or _pattern_may(pattern, v)
+                   for k, v in zip(value.keys, value.values))
+    if t is ast.Call and _chain(value.func) == ["dict"]:
+        return any(_pattern_may(pattern, a) for a in value.args) or any(
+            (kw.arg is not None and re.fullmatch(pattern, kw.arg)) or _pattern_may(pattern, kw.value)
+            for kw in value.keywords
+        )
+    return False
+
+
+def _maybe_none(value: ast.AST) -> bool:
+    if type(value) is ast.Constant:
+        return value.value is None
+    if type(value) is ast.IfExp:
+        return _maybe_none(value.body) or _maybe_none(value.orelse)
+    return False
+
+
+def _find_arg(call: ast.Call, cond: ArgCond) -> ast.AST | None:
+    """python.py's find_arg: by keyword, else by position among the arguments before any unpacking."""
+    if cond.keyword is not None:
+        for k in call.keywords:
+            if k.arg == cond.keyword:
+                return k.value
+    if cond.position is not None:
+        for i, a in enumerate(call.args):
+            if type(a) is ast.Starred:
+                return None
+            if i == cond.position:
+                return a
+    return None
+
+
+def _name_in(q: str, names: tuple[str, ...]) -> bool:
+    return any(q == n or ("*" in n and fnmatch.fnmatchcase(q, n)) for n in names)
+
+
+# ---------------------------------------------------------------------------------- the screen
+
+class _Screen:
+    def __init__(self, idx: PyIndex, tree: ast.Module, text: str, module_name: str, is_package: bool) -> None:
+        self.idx = idx
+        self.module_name = module_name
+        self.is_package = is_package
+        self.collate = "collat" in text.lower()  # some name could make a function a collate function
+        self.prefixes = tuple(p for p, _ in idx.imports)
+        pats = idx.patterns
+        self.mask = pats.get("bool_mask_index", ())
+        self.flow = pats.get("tensor_control_flow", ())
+        self.launch = pats.get("triton_launch", ())
+        self.device = pats.get("device_string", ())
+        self.steps = bool(pats.get("xla_step_without_mark_step"))
+        self.names: dict[str, set[str]] = {}
+        self.imports: list[tuple[int, str]] = []  # (line, module) python.py records as imported
+        self.call_imports: list[tuple[int, str]] = []  # (line, module) of import_module-like calls
+        self.roots: set[str] = set()  # every module the file may import, and their top-level packages
+        self.decorated: set[str] = set()  # functions with decorators (Triton kernels among them)
+        self._bind(tree, text)
+        # Per region: references inside a comparison, and (lazily) the names of its functions.
+        self.compared: set[int] = set()
+        self.region: tuple[ast.AST, frozenset[int]] | None = None
+        self.facts: tuple[set[str], bool] | None = None
+
+    # ------------------------------------------------------------------ resolution
+
+    def _bind(self, tree: ast.Module, text: str) -> None:
+        """Every qualified name each name may be bound to, from imports and aliases anywhere.
+
+        Only statements bind names python.py resolves, so only statements are visited."""
+        names = self.names
+        aliases: list[tuple[str, ast.AST]] = []
+        stack: list[tuple[list[ast.stmt], bool]] = [(tree.body, True)]
+        while stack:
+            body, counts = stack.pop()  # counts: imports here run (not under `if TYPE_CHECKING:`)
+            for node in body:
+                t = type(node)
+                if t is ast.Import:
+                    for a in node.names:
+                        head = a.name.split(".")[0]
+                        names.setdefault(a.asname or head, set()).add(a.name if a.asname else head)
+                        if counts:
+                            self.imports.append((node.lineno, a.name))
+                elif t is ast.ImportFrom:
+                    mod = absolute(node.module or "", node.level, self.module_name, self.is_package)
+                    if mod and counts:
+                        self.imports.append((node.lineno, mod))
+                    for a in node.names:
+                        if a.name == "*":
+                            continue
+                        full = f"{mod}.{a.name}" if mod else a.name
+                        names.setdefault(a.asname or a.name, set()).add(full)
+                        if node.level and counts:
+                            self.imports.append((node.lineno, full))
+                elif t is ast.Assign:
+                    if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+                        aliases.append((node.targets[0].id, node.value))
+                elif t is ast.AnnAssign:
+                    if type(node.target) is ast.Name and node.value is not None:
+                        aliases.append((node.target.id, node.value))
+                elif t is ast.If:
+                    parts = _chain(node.test)
+                    stack.append((node.body, counts and not (parts and parts[-1] == "TYPE_CHECKING")))
+                    stack.append((node.orelse, counts))
+                    continue
+                elif t in _FUNCS and node.decorator_list:
+                    self.decorated.add(node.name)
+                for f in ("body", "orelse", "finalbody"):
+                    inner = getattr(node, f, None)
+                    if inner:
+                        stack.append((inner, counts))
+                for h in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
+                    stack.append((h.body, counts))
+        if "import_module" in text or "__import__" in text:
+            # `importlib.import_module("x")` also imports x for python.py: found by name here,
+            # which finds more than python.py resolves (only ever keeping more).
+            for node in _walk(tree):
+                if type(node) is ast.Call and node.args:
+                    parts = _chain(node.func)
+                    mod = _literal(node.args[0]) if parts and parts[-1] in ("import_module", "__import__") else None
+                    if type(mod) is str:
+                        self.call_imports.append((node.lineno, mod))
+        for _, mod in self.imports + self.call_imports:
+            self.roots.update((mod, mod.split(".")[0]))
+        # One pass in source order, as python.py binds them: `F = torch.nn.functional; G = F` makes G
+        # torch.nn.functional, and `node = node.parent` in a loop adds one name, not an endless chain.
+        for name, value in sorted(aliases, key=lambda a: (a[1].lineno, a[1].col_offset)):
+            parts = _chain(value)
+            if parts:
+                names.setdefault(name, set()).update(self.candidates(parts))
+
+    def candidates(self, parts: list[str]) -> list[str]:
+        rest = "." + ".".join(parts[1:]) if len(parts) > 1 else ""
+        out = [head + rest for head in self.names.get(parts[0], ())]
+        if parts[0] in _BUILTINS:
+            out.append("builtins." + ".".join(parts))
+        return out
+
+    # ------------------------------------------------------------------ regions
+
+    def screen(self, body: list[ast.stmt], drops: list[ast.AST]) -> bool:
+        """Add the regions of `body` nothing can match to `drops`; True when some region stays.
+
+        A class is judged on its own lines (header, decorators, plain statements) and its methods
+        one by one: it goes whole when nothing in it is needed, else only its unneeded methods go.
+        """
+        kept = False
+        for region in _regions(body):
+            if type(region) is ast.ClassDef:
+                inner: list[ast.AST] = []
+                if self.screen(region.body, inner) or self.needed(region, frozenset(map(id, _regions(region.body)))):
+                    drops.extend(inner)
+                    kept = True
+                else:
+                    drops.append(region)
+            elif self.needed(region):
+                kept = True
+            else:
+                drops.append(region)
+        return kept
+
+    def needed(self, region: ast.AST, skip: frozenset[int] = frozenset()) -> bool:
+        """Could python.py report anything inside `region`, or learn a file-wide fact from it?"""
+        idx = self.idx
+        self.compared = set()
+        self.region, self.facts = (region, skip), None
+        for node in _walk(region, skip):
+            t = type(node)
+            if t is ast.Call:
+                if self._call(node):
+                    return True
+            elif t is ast.Name or t is ast.Attribute:
+                if idx.attributes and self._reference(node):
+                    return True
+            elif t is ast.Compare:
+                if idx.attributes:  # python.py: testing a dtype or device is not using it
+                    self.compared.update(id(n) for n in ast.walk(node) if type(n) in (ast.Name, ast.Attribute))
+            elif t in _DEFS:
+                if any(self._decorator(d) for d in node.decorator_list):
+                    return True
+            elif t is ast.Import or t is ast.ImportFrom:
+                if self._import(node):
+                    return True
+            elif t is ast.Constant:
+                if idx.environ and type(node.value) is str and any(
+                    rx.fullmatch(node.value) and self._may(c) for rx, (_, c) in idx.environ
+                ):
+                    return True
+            elif t is ast.Subscript:
+                if self.mask and self._maybe_boolean(node.slice) and self._any_may(self.mask):
+                    return True
+            elif t is ast.If or t is ast.While or t is ast.IfExp:
+                if self.flow and self._reads_value(node.test) and self._any_may(self.flow):
+                    return True
+            elif t is ast.For or t is ast.AsyncFor:
+                if self.flow and type(node.iter) is ast.Call and self._reads_value(node.iter) and self._any_may(self.flow):
+                    return True
+            elif t is ast.Assign or t is ast.AnnAssign:
+                if self.device and self._device_string(node) and self._any_may(self.device):
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ entry points
+
+    def _call(self, node: ast.Call) -> bool:
+        idx = self.idx
+        func = node.func
+        parts = _chain(func)
+        qs = self.candidates(parts) if parts else ()
+        for q in qs:
+            for _, clause in idx.calls.lookup(q):
+                if self._may(clause) and self._args_may(node, clause.args):
+                    return True
+            if q in _IMPORT_CALLS and self._import_call_may(node):
+                return True
+        name = func.attr if type(func) is ast.Attribute else parts[-1] if parts else None
+        if self.steps and name in _STEP_NAMES:
+            return True
+        if type(func) is ast.Attribute:
+            for _, clause in idx.methods.get(func.attr, ()):
+                if self._may(clause) and self._args_may(node, clause.args):
+                    return True
+        elif type(func) is ast.Subscript and self.launch and self._launch_may(func) and self._any_may(self.launch):
+            return True
+        for kw in node.keywords:
+            for _, clause in idx.keywords.get(kw.arg, ()) if kw.arg else ():
+                if (self._may(clause) and self._callee_may(func, qs, clause) and self._args_may(node, clause.args)
+                        and self._keyword_value_may(kw.value, clause)):
+                    return True
+        return False
+
+    def _reference(self, node: ast.AST) -> bool:
+        parts = _chain(node)
+        if not parts:
+            return False
+        for q in self.candidates(parts):
+            for _, clause in self.idx.attributes.lookup(q):
+                if clause.context == "store" and type(node.ctx) is ast.Load:
+                    continue  # only an assignment target is a store
+                if clause.context == "load" and id(node) in self.compared:
+                    continue
+                if self._may(clause):
+                    return True
+        return False
+
+    def _decorator(self, expr: ast.AST) -> bool:
+        target = expr.func if type(expr) is ast.Call else expr
+        parts = _chain(target)
+        if not parts:
+            return False
+        for q in self.candidates(parts):
+            if q.startswith("triton."):
+                return True  # python.py learns kernel names from these, for launches elsewhere
+            for _, clause in self.idx.decorators.lookup(q):
+                if self._may(clause) and (type(expr) is not ast.Call or self._args_may(expr, clause.args)):
+                    return True
+        return False
+
+    def _import(self, node: ast.AST) -> bool:
+        if type(node) is ast.Import:
+            mods = [a.name for a in node.names]
+        else:
+            mod = absolute(node.module or "", node.level, self.module_name, self.is_package)
+            mods = [mod] + [f"{mod}.{a.name}" if mod else a.name for a in node.names]
+        return any(m == p or m.startswith(p + ".") for m in mods for p in self.prefixes)
+
+    def _import_call_may(self, node: ast.Call) -> bool:
+        """`importlib.import_module("x")`: python.py matches x like an import (what it adds to the
+        file's imports is kept by keep_required_imports)."""
+        if any(type(a) is ast.Starred for a in node.args) or any(k.arg is None for k in node.keywords):
+            return True
+        first = node.args[0] if node.args else node.keywords[0].value if node.keywords else None
+        lit = _literal(first) if first is not None else None
+        if lit is _MAYBE:
+            return True
+        return type(lit) is str and any(lit == p or lit.startswith(p + ".") for p in self.prefixes)
+
+    def _launch_may(self, func: ast.Subscript) -> bool:
+        """python.py's launches: `k[grid](...)` where k is a kernel of this file or named like one."""
+        parts = _chain(func.value)
+        return bool(parts) and ("kernel" in parts[-1].lower() or parts[-1] in self.decorated)
+
+    # ------------------------------------------------------------------ clause conditions
+
+    def _may(self, clause: Match) -> bool:
+        """A clause's conditions on the file (`requires`) and on the enclosing function (`within`)."""
+        if clause.requires and not any(r in self.roots for r in clause.requires):
+            return False
+        if clause.within:
+            defs, trains = self._region_facts()
+            if clause.within == "forward":
+                return "forward" in defs
+            if clause.within == "collate":
+                return self.collate
+            return trains or any(_TRAIN_NAME.search(d) for d in defs)
+        return True
+
+    def _any_may(self, entries) -> bool:
+        return any(self._may(clause) for _, clause in entries)
+
+    def _region_facts(self) -> tuple[set[str], bool]:
+        """The region's function names, and whether it calls backward() or step() anywhere."""
+        if self.facts is None:
+            region, skip = self.region
+            defs: set[str] = set()
+            trains = False
+            for n in _walk(region, skip):
+                t = type(n)
+                if t in _FUNCS:
+                    defs.add(n.name)
+                elif t is ast.Call:
+                    f = n.func
+                    name = f.attr if type(f) is ast.Attribute else f.id if type(f) is ast.Name else ""
+                    trains = trains or name in ("backward", "step") or name.endswith("backward")
+            self.facts = (defs, trains)
+        return self.facts
+
+    def _args_may(self, call: ast.Call, conds: tuple[ArgCond, ...]) -> bool:
+        return conds_hold(conds, lambda cond: _find_arg(call, cond), self._value_may)
+
+    def _value_may(self, cond: ArgCond, value: ast.AST) -> bool:
+        lit = _literal(value)
+        if cond.literal is not None and lit is not _MAYBE and cond.literal == (lit is _NOT_LITERAL):
+            return False
+        if cond.equals and not self._equals_may(lit, cond.equals):
+            return False
+        if cond.pattern and not _pattern_may(cond.pattern, value):
+            return False
+        if cond.names and not self._names_may(value, cond.names):
+            return False
+        if cond.string is not None:
+            shapes = _shapes(value)
+            if shapes is not None and cond.string != bool(shapes):
+                return False
+        return cond.maybe_none is None or cond.maybe_none == _maybe_none(value)  # int_like: libcst judges
+
+    @staticmethod
+    def _equals_may(lit, wanted: tuple) -> bool:
+        return lit is _MAYBE or any(type(lit) is type(e) and lit == e for e in wanted)
+
+    def _names_may(self, value: ast.AST, names: tuple[str, ...]) -> bool:
+        parts = _chain(value)
+        return bool(parts) and any(_name_in(q, names) for q in self.candidates(parts))
+
+    def _keyword_value_may(self, value: ast.AST, clause: Match) -> bool:
+        return bool(
+            (clause.values and self._equals_may(_literal(value), clause.values))
+            or (clause.pattern and _fullmatch_may(clause.pattern, _shapes(value)))
+            or (clause.value_names and self._names_may(value, clause.value_names))
+        )
+
+    @staticmethod
+    def _callee_may(func: ast.AST, qs, clause: Match) -> bool:
+        if not clause.calls:
+            return True
+        for c in clause.calls:
+            if c == "*":
+                return True
+            if c.startswith("."):
+                if type(func) is ast.Attribute and func.attr == c[1:]:
+                    return True
+            elif any(_name_in(q, (c,)) for q in qs):
+                return True
+        return False
+
+    def _maybe_boolean(self, index: ast.AST) -> bool:
+        """python.py's looks_boolean on a subscript's single index (a name with "mask" in it
+        counts whatever it is bound to)."""
+        t = type(index)
+        if t is ast.Tuple and len(index.elts) == 1:  # `x[m > 0,]` has one index, as libcst sees it
+            return self._maybe_boolean(index.elts[0])
+        if t is ast.Compare:
+            return all(type(op) not in _NOT_BOOLEAN_OPS for op in index.ops)
+        if t is ast.UnaryOp:
+            return type(index.op) is ast.Invert
+        if t is ast.BinOp:
+            return type(index.op) in (ast.BitAnd, ast.BitOr) and (
+                self._maybe_boolean(index.left) or self._maybe_boolean(index.right)
+            )
+        if t is ast.Call:
+            return type(index.func) is ast.Attribute and index.func.attr == "bool"
+        parts = _chain(index)
+        return bool(parts) and "mask" in parts[-1].lower()
+
+    def _reads_value(self, test: ast.AST) -> bool:
+        """python.py's tensor_value_read: a call in a test that reads a tensor's value."""
+        for n in ast.walk(test):
+            if type(n) is not ast.Call:
+                continue
+            func = n.func
+            if type(func) is ast.Attribute:
+                if func.attr in _READ_METHODS or (func.attr in _REDUCTIONS and not n.args and not n.keywords):
+                    return True
+            parts = _chain(func)
+            if parts and any(q in _TORCH_READS for q in self.candidates(parts)):
+                return True
+        return False
+
+    def _device_string(self, node: ast.AST) -> bool:
+        """python.py's check_device_string: `device = "cuda"` and the like."""
+        if node.value is None:
+            return False
+        targets = node.targets if type(node) is ast.Assign else [node.target]
+        if not any((p := _chain(tg)) and "device" in p[-1].lower() for tg in targets):
+            return False
+        return _fullmatch_may(r"cuda(:\d+)?", _shapes(node.value))
+
+    # ------------------------------------------------------------------ file-wide facts
+
+    def keep_required_imports(self, drops: list[ast.AST]) -> list[ast.AST]:
+        """Keep the regions whose imports alone give the file a module some clause `requires`."""
+        if not self.idx.requires or not drops:
+            return drops
+        spans = [(_start(r), r.end_lineno) for r in drops]
+
+        def dropped(line: int) -> int | None:
+            return next((i for i, (a, b) in enumerate(spans) if a <= line <= b), None)
+
+        def required(mod: str) -> set[str]:
+            return {mod, mod.split(".")[0]} & self.idx.requires
+
+        kept: set[str] = set()
+        for line, mod in self.imports:
+            if dropped(line) is None:
+                kept |= required(mod)
+        undrop: set[int] = set()
+        for line, mod in self.imports:
+            missing = required(mod) - kept
+            if missing:
+                undrop.add(dropped(line))
+                kept |= missing
+        for line, mod in self.call_imports:  # never counted as kept: python.py may not resolve the call
+            i = dropped(line)
+            if i is not None and required(mod) - kept:
+                undrop.add(i)
+        return [r for i, r in enumerate(drops) if i not in undrop]
