@@ -18,7 +18,7 @@ from .report import build_report
 from .cache import Keys, ResultCache, decode_result, default_dir, encode_result
 from .progress import Progress
 from .sources import FileJob, FileResult, ScanContext, read_bytes, scan_file
-from .workers import ENV_ISOLATE, RECYCLE_BYTES, Task, gc_tuned, run_supervised
+from .workers import ENV_ISOLATE, Task, gc_tuned, run_supervised
 
 
 @dataclass
@@ -103,16 +103,12 @@ def worker_count(settings: Settings) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def preload(recycling: bool) -> None:
+def preload() -> None:
     """Load, while the first workers parse, what the main process needs once the files are scanned
-    (networkx for the import graph, numpy for the Monte Carlo) and, when some file is large enough
-    for its worker to be replaced, what the replacements need (libcst): imported in the main
-    process before forking, each would delay the first file."""
+    (networkx for the import graph, numpy for the Monte Carlo): imported before forking, they
+    would delay the first file; after the scan, they would add to the wall time."""
     import networkx  # noqa: F401
     import numpy  # noqa: F401
-
-    if recycling:
-        from .sources import python  # noqa: F401
 
 
 def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
@@ -155,8 +151,7 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
                 stats.scanned += 1
         stats.workers = min(workers, len(todo))
         if todo:
-            recycling = any(t.size >= RECYCLE_BYTES for t in todo)
-            run_supervised(todo, ctx, keys, stats.workers, done, progress.tick, warm=lambda: preload(recycling))
+            run_supervised(todo, ctx, keys, stats.workers, done, progress.tick, warm=preload)
     stats.files, stats.scanned = len(jobs), stats.scanned + len(todo)
     stats.cached = len(jobs) - stats.scanned
     if cache is not None:

@@ -133,8 +133,8 @@ class FileInfo:
 
 
 def excluded(rel: str) -> bool:
-    p = PurePosixPath(rel)
-    return any(part.lower() in EXCLUDED_DIRS for part in p.parts[:-1]) or bool(_TEST_FILE.match(p.name))
+    *dirs, name = rel.split("/")  # rel: a normalised relative posix path (string work: called per file)
+    return any(part.lower() in EXCLUDED_DIRS for part in dirs) or bool(_TEST_FILE.match(name))
 
 
 def vendored_projects(root: Path, rels: list[str]) -> dict[str, str]:
@@ -156,7 +156,7 @@ def vendored_projects(root: Path, rels: list[str]) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for rel in rels:
-        parts = PurePosixPath(rel).parts[:-1]
+        parts = rel.split("/")[:-1]
         for i in range(len(parts)):
             d = "/".join(parts[: i + 1])
             name = parts[i].lower()
@@ -189,14 +189,14 @@ def module_names(rels: list[str]) -> dict[str, list[str]]:
     for rel in rels:
         if not rel.endswith((".py", ".pyw", ".ipynb")):
             continue
-        parts = list(PurePosixPath(rel).with_suffix("").parts)
+        parts = rel[: rel.rindex(".")].split("/")
         if parts[-1] == "__init__":
             parts = parts[:-1]
         if not parts:
             continue
         index.setdefault(".".join(parts), set()).add(rel)
         d = posixpath.dirname(rel)
-        top = len(PurePosixPath(d).parts) if d else 0
+        top = d.count("/") + 1 if d else 0
         while d and d in package_dirs:
             top -= 1
             d = posixpath.dirname(d)
@@ -399,7 +399,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
             return ""
         if excluded(rel):
             return EXCLUDED
-        if PurePosixPath(rel).name in PACKAGING_FILES or reach.mode == "files":
+        if rel.rsplit("/", 1)[-1] in PACKAGING_FILES or reach.mode == "files":
             return ""
         if reach.mode == "library":
             facts = info[rel].facts
@@ -482,14 +482,20 @@ def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[st
         g.add_node(f"ext:{e.id}")
         if e.kind in ("load", "load_inline"):
             g.add_edge(e.build, f"ext:{e.id}")
+    prefixes: dict[str, list[list[str]]] = {}  # per import: the files of each prefix that is a module
     for rel in python:
+        # Ordered, without repeats: every import from a package brings its __init__ files again.
+        targets: dict[str, None] = {}
         for imp in info[rel].facts.get("imports", ()):
-            for target in _resolve(imp, rel, modules):
-                if target != rel:
-                    g.add_edge(rel, target)
+            found = prefixes.get(imp)
+            if found is None:
+                found = prefixes[imp] = _module_prefixes(imp, modules)
+            targets.update(dict.fromkeys(_resolve(found, rel)))
             for e, name in named_exts:
                 if imp == name or imp.endswith("." + name) or fnmatch.fnmatchcase(imp, name):
-                    g.add_edge(rel, f"ext:{e.id}")
+                    targets[f"ext:{e.id}"] = None
+        targets.pop(rel, None)
+        g.add_edges_from((rel, target) for target in targets)
     for e, name in named_exts:  # loaded by a path or torch.ops.load_library: its package loads it
         node = f"ext:{e.id}"
         if not any(g.predecessors(node)) and "." in name:
@@ -498,18 +504,17 @@ def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[st
     return g
 
 
-def _resolve(imp: str, importer: str, modules: dict[str, list[str]]) -> list[str]:
-    """Files an import runs: the longest prefix that is a module, and the packages above it."""
+def _module_prefixes(imp: str, modules: dict[str, list[str]]) -> list[list[str]]:
+    """The files of each prefix of `imp` that is a module, longest first."""
     parts = imp.split(".")
-    out: list[str] = []
-    found = False
-    for i in range(len(parts), 0, -1):
-        rels = modules.get(".".join(parts[:i]))
-        if not rels:
-            continue
-        if not found:
-            out += _closest(importer, rels)
-            found = True
-        else:
-            out += [r for r in _closest(importer, rels) if r.endswith("__init__.py")]
+    return [rels for i in range(len(parts), 0, -1) if (rels := modules.get(".".join(parts[:i])))]
+
+
+def _resolve(prefixes: list[list[str]], importer: str) -> list[str]:
+    """Files an import runs: the longest prefix that is a module, and the packages above it."""
+    if not prefixes:
+        return []
+    out = list(_closest(importer, prefixes[0]))
+    for rels in prefixes[1:]:
+        out += [r for r in _closest(importer, rels) if r.endswith("__init__.py")]
     return out

@@ -9,8 +9,9 @@ manager over multiprocessing: one pipe per worker, one file at a time, and a dea
 Scheduling: largest files first (the last file to finish decides the wall time), but a libcst tree
 takes about 600 bytes of memory per byte of source (a 1.4 MB file: 800 MB), so files start only
 while the source being parsed at once stays under a budget; one file alone may exceed it, and
-small files always start, so no core idles behind a large one. A worker exits after a large
-file (a fresh fork costs milliseconds): arenas that keep a few survivors of a freed tree stay
+small files always start, so no core idles behind a large one. A worker exits after libcst parsed
+a large tree (a fresh fork costs milliseconds; the ast screen often leaves libcst a fraction of a
+large file, and nothing of most files): arenas that keep a few survivors of a freed tree stay
 mapped. On torch's largest files, recycling and the 1 MB budget took the peak (PSS of all
 processes) from 1,032 MiB to 807 MiB.
 
@@ -35,7 +36,7 @@ from typing import Callable
 
 from .cache import Keys, encode_result
 from .model import Diagnostic
-from .sources import FileJob, FileResult, ScanContext, read_bytes, scan_file
+from .sources import FileJob, FileResult, ScanContext, libcst_chars, read_bytes, scan_file
 
 ENV_TIMEOUT = "NEURON_READY_FILE_TIMEOUT"  # CPU seconds one file may take in a worker
 ENV_ISOLATE = "NEURON_READY_ISOLATE"  # 1: --jobs 1 scans in one supervised worker, not in-process
@@ -45,8 +46,8 @@ TICK = 0.1  # how often the supervisor wakes to redraw progress
 GC_THRESHOLD = (50_000, 20, 20)
 BUDGET_BYTES = 1_000_000  # source bytes parsed at once (about 600 MB of trees)
 SMALL_BYTES = 64 * 1024  # a file this small always starts
-TRIM_BYTES = 64 * 1024  # after a file this large, give the freed tree back to the OS
-RECYCLE_BYTES = 256 * 1024  # after a file this large, exit: fragments of its tree would stay mapped
+TRIM_BYTES = 64 * 1024  # after libcst parsed this much source, give the freed tree back to the OS
+RECYCLE_BYTES = 256 * 1024  # after libcst parsed this much, exit: fragments of its tree would stay mapped
 
 
 @dataclass(frozen=True)
@@ -123,12 +124,14 @@ def _serve(conn, ctx: ScanContext, keys: Keys | None, parent: int) -> None:
         if message is None:
             return
         index, job, size = message
+        before = libcst_chars()
         key, payload = scan_one(job, ctx, keys)
-        retiring = size >= RECYCLE_BYTES
+        tree = libcst_chars() - before  # the source libcst parsed: what the tree's memory follows
+        retiring = tree >= RECYCLE_BYTES
         conn.send((index, key, payload, retiring))
         if retiring:  # the supervisor forks a fresh worker when it needs one
             return
-        if size >= TRIM_BYTES:
+        if tree >= TRIM_BYTES:
             trim()
 
 

@@ -6,6 +6,7 @@ Exit codes: 0 done, 1 a --fail-on threshold was met, 2 usage or configuration er
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -29,6 +30,19 @@ def split_list(values: tuple[str, ...]) -> list[str]:
 
 
 class Group(click.Group):
+    # name -> "module:attribute": a command's module (and what it imports) loads only when that
+    # command runs, so `scan` does not pay for the GitHub client or the trace machinery.
+    lazy: dict[str, str] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in self.lazy:
+            module, attr = self.lazy[name].split(":")
+            self.add_command(getattr(importlib.import_module(module, __package__), attr), name)
+        return super().get_command(ctx, name)
+
     def main(self, args=None, prog_name=None, **extra):  # noqa: D401 - click's signature
         try:
             rv = super().main(args=args, prog_name=prog_name or "neuron-ready", standalone_mode=False, **extra)

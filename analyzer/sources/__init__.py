@@ -231,10 +231,18 @@ class Unparseable(Exception):
         self.raw_line = line
 
 
+_LIBCST_CHARS = [0]  # characters handed to libcst in this process (workers.py recycles after many)
+
+
+def libcst_chars() -> int:
+    return _LIBCST_CHARS[0]
+
+
 def parse_module(text: str):
     """libcst's parse of `text` (a cst.Module); Unparseable when it cannot."""
     from .cstparse import parse_cst
 
+    _LIBCST_CHARS[0] += len(text)
     return parse_cst(text)
 
 

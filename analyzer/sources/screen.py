@@ -263,7 +263,7 @@ class _Screen:
         self.module_name = module_name
         self.is_package = is_package
         self.collate = "collat" in text.lower()  # some name could make a function a collate function
-        self.prefixes = tuple(p for p, _ in idx.imports)
+        self.prefixes = frozenset(p for p, _ in idx.imports)
         pats = idx.patterns
         self.mask = pats.get("bool_mask_index", ())
         self.flow = pats.get("tensor_control_flow", ())
@@ -383,17 +383,22 @@ class _Screen:
         idx = self.idx
         self.compared = set()
         self.region, self.facts = (region, skip), None
-        for node in _walk(region, skip):
+        stack = [region]  # _walk, inline: a name chain is judged whole and not entered
+        while stack:
+            node = stack.pop()
             t = type(node)
-            if t is ast.Call:
+            if t is ast.Name or t is ast.Attribute:
+                parts = _chain(node)
+                if parts is not None:
+                    if idx.attributes and self._reference(node, parts):
+                        return True
+                    continue
+            elif t is ast.Call:
                 if self._call(node):
-                    return True
-            elif t is ast.Name or t is ast.Attribute:
-                if idx.attributes and self._reference(node):
                     return True
             elif t is ast.Compare:
                 if idx.attributes:  # python.py: testing a dtype or device is not using it
-                    self.compared.update(id(n) for n in ast.walk(node) if type(n) in (ast.Name, ast.Attribute))
+                    self.compared.update(id(n) for n in _walk(node) if type(n) in (ast.Name, ast.Attribute))
             elif t in _DEFS:
                 if any(self._decorator(d) for d in node.decorator_list):
                     return True
@@ -417,6 +422,13 @@ class _Screen:
             elif t is ast.Assign or t is ast.AnnAssign:
                 if self.device and self._device_string(node) and self._any_may(self.device):
                     return True
+            plan = _PLANS.get(t)
+            for f in plan if plan is not None else _plan(t):
+                v = getattr(node, f)
+                if type(v) is list:
+                    stack.extend([c for c in v if c is not None and id(c) not in skip])
+                elif v is not None and id(v) not in skip:
+                    stack.append(v)
         return False
 
     # ------------------------------------------------------------------ entry points
@@ -448,10 +460,7 @@ class _Screen:
                     return True
         return False
 
-    def _reference(self, node: ast.AST) -> bool:
-        parts = _chain(node)
-        if not parts:
-            return False
+    def _reference(self, node: ast.AST, parts: list[str]) -> bool:
         for q in self.candidates(parts):
             for _, clause in self.idx.attributes.lookup(q):
                 if clause.context == "store" and type(node.ctx) is ast.Load:
@@ -481,7 +490,12 @@ class _Screen:
         else:
             mod = absolute(node.module or "", node.level, self.module_name, self.is_package)
             mods = [mod] + [f"{mod}.{a.name}" if mod else a.name for a in node.names]
-        return any(m == p or m.startswith(p + ".") for m in mods for p in self.prefixes)
+        return any(self._imported(m) for m in mods)
+
+    def _imported(self, module: str) -> bool:
+        """python.py's match_import: the module or a package above it is in an import clause."""
+        parts = module.split(".")
+        return any(".".join(parts[:i]) in self.prefixes for i in range(1, len(parts) + 1))
 
     def _import_call_may(self, node: ast.Call) -> bool:
         """`importlib.import_module("x")`: python.py matches x like an import (what it adds to the
@@ -492,7 +506,7 @@ class _Screen:
         lit = _literal(first) if first is not None else None
         if lit is _MAYBE:
             return True
-        return type(lit) is str and any(lit == p or lit.startswith(p + ".") for p in self.prefixes)
+        return type(lit) is str and self._imported(lit)
 
     def _launch_may(self, func: ast.Subscript) -> bool:
         """python.py's launches: `k[grid](...)` where k is a kernel of this file or named like one."""
@@ -603,7 +617,7 @@ class _Screen:
 
     def _reads_value(self, test: ast.AST) -> bool:
         """python.py's tensor_value_read: a call in a test that reads a tensor's value."""
-        for n in ast.walk(test):
+        for n in _walk(test):
             if type(n) is not ast.Call:
                 continue
             func = n.func
