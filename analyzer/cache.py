@@ -160,16 +160,18 @@ class ResultCache:
     def __init__(self, directory: Path) -> None:
         self.dir = Path(directory)
         self.entries = self.dir / f"v{FORMAT}"
+        self._entries = str(self.entries)
         self.hits = self.misses = self.rejected = self.writes = 0
         self.error: str | None = None  # why writing was given up, for one warning
         self._prepared = False
 
-    def _path(self, key: str) -> Path:
-        return self.entries / key[:2] / key
+    def _path(self, key: str) -> str:
+        return os.path.join(self._entries, key[:2], key)  # a string: this runs once per file
 
     def get(self, key: str, rel: str) -> FileResult | None:
         try:
-            raw = self._path(key).read_bytes()
+            with open(self._path(key), "rb") as fh:
+                raw = fh.read()
         except OSError:
             self.misses += 1
             return None
@@ -191,8 +193,8 @@ class ResultCache:
         try:
             self._prepare()
             target = self._path(key)
-            target.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(b'{"format":%d,"key":"%s","result":' % (FORMAT, key.encode()) + payload + b"}")

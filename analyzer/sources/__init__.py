@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import io
 import itertools
+import os
 import re
 import tokenize
 import warnings
@@ -117,7 +118,10 @@ def read_bytes(path: str, max_size: int) -> bytes:
     """The bytes a scan reads: at most max_size + 1 (enough to tell that a file is too large).
     The engine hashes exactly these for the cache key. Raises OSError."""
     with open(path, "rb") as fh:
-        return fh.read(max_size + 1)
+        # Ask for what is there (read(max_size + 1) allocates 2 MiB per file); a size of 0 may
+        # also be a pipe or a /proc file, read as before.
+        size = os.fstat(fh.fileno()).st_size
+        return fh.read(min(size, max_size) + 1 if size else max_size + 1)
 
 
 def read_text(job: FileJob, max_size: int, data: bytes | None = None) -> str:
