@@ -482,15 +482,19 @@ def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[st
         g.add_node(f"ext:{e.id}")
         if e.kind in ("load", "load_inline"):
             g.add_edge(e.build, f"ext:{e.id}")
-    prefixes: dict[str, list[list[str]]] = {}  # per import: the files of each prefix that is a module
+    # Per import name: the files of each prefix that is a module, and the files the import runs
+    # when no prefix is ambiguous (then they do not depend on the importer; almost always).
+    resolved: dict[str, tuple[list[str] | None, list[list[str]]]] = {}
     for rel in python:
         # Ordered, without repeats: every import from a package brings its __init__ files again.
         targets: dict[str, None] = {}
         for imp in info[rel].facts.get("imports", ()):
-            found = prefixes.get(imp)
-            if found is None:
-                found = prefixes[imp] = _module_prefixes(imp, modules)
-            targets.update(dict.fromkeys(_resolve(found, rel)))
+            entry = resolved.get(imp)
+            if entry is None:
+                found = _module_prefixes(imp, modules)
+                entry = resolved[imp] = (_resolve(found, "") if all(len(r) == 1 for r in found) else None, found)
+            fixed, found = entry
+            targets.update(dict.fromkeys(fixed if fixed is not None else _resolve(found, rel)))
             for e, name in named_exts:
                 if imp == name or imp.endswith("." + name) or fnmatch.fnmatchcase(imp, name):
                     targets[f"ext:{e.id}"] = None
