@@ -85,13 +85,14 @@ def relevant_first_party(ctx: ScanContext) -> list[str]:
 def _libcst_version() -> str:
     """libcst's version without importing it (the main process of a scan may never need it)."""
     spec = importlib.util.find_spec("libcst")
-    origin = Path(spec.origin) if spec is not None and spec.origin else None
-    try:
-        return hashlib.sha256((origin.parent / "_version.py").read_bytes()).hexdigest()
-    except (AttributeError, OSError):
-        import libcst
+    if spec is not None and spec.origin:
+        try:
+            return hashlib.sha256((Path(spec.origin).parent / "_version.py").read_bytes()).hexdigest()
+        except OSError:
+            pass
+    import libcst
 
-        return getattr(libcst, "__version__", libcst.__file__)
+    return getattr(libcst, "__version__", libcst.__file__)
 
 
 def context_digest(ctx: ScanContext) -> str:

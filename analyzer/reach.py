@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover

@@ -29,7 +29,7 @@ from .pyindex import PyIndex, build_index, passes_prefilter
 from .screen import reduce_source
 
 if TYPE_CHECKING:
-    from .python import Hit
+    from .python import Hit, PyResult
 
 # libcst (and python.py, which walks its trees) load on first use: the main process of a
 # parallel scan, and scans the screen finds nothing to parse in, never need them.
@@ -273,9 +273,10 @@ def _ast_parse(text: str) -> ast.Module:
         return ast.parse(text)
 
 
-def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, screen: bool = False):
+def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, screen: bool = False) -> PyResult | None:
     """Match a Python source. `screen`: cut what no rule can match before libcst parses it
-    (sources/screen.py); the hits come back with the file's own line numbers."""
+    (sources/screen.py); the hits come back with the file's own line numbers, and None means the
+    screen found nothing any rule can match (then neither libcst nor python.py is loaded)."""
     module_name, is_package = module_name_of(rel)
     risky = nesting_risk(text)
     screen = screen and ctx.screen and not collect_setup
@@ -298,10 +299,10 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, scr
         except RecursionError:  # a pathological expression: libcst decides on the whole file
             reduced = None
     del tree
-    from .python import PyResult, scan_module
-
     if reduced is not None and not reduced.matchable:
-        return PyResult([], [], False, False, [], None)
+        return None
+    from .python import scan_module
+
     module = None
     if reduced is not None:
         try:
@@ -389,6 +390,8 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
         result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
     result.parsed = True
+    if res is None:
+        return  # nothing to add (setup.py files, whose requirements are read here, are not screened)
     col = _Collector(result, ctx, Suppressions(text))
     _add_python_hits(res.hits, text.splitlines(), col, ctx, job.rel)
     if collect_setup:

@@ -6,7 +6,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from ..catalog import Catalog, Match, Rule
+from ..catalog import Catalog, Rule
 
 PY_KINDS = ("import", "call", "method", "attribute", "decorator", "keyword", "environ", "pattern")
 
@@ -118,6 +118,24 @@ def build_index(catalog: Catalog) -> PyIndex:
 def passes_prefilter(text: str, idx: PyIndex) -> bool:
     """True when some trigger string occurs: only then can a rule match and is parsing worth it."""
     return any(t in text for t in idx.triggers)
+
+
+def name_in(q: str, names: tuple[str, ...]) -> bool:
+    """A qualified name is one of `names` (which may hold wildcards)."""
+    return any(q == n or ("*" in n and fnmatch.fnmatchcase(q, n)) for n in names)
+
+
+def callee_in(callee: str | None, method: str | None, calls: tuple[str, ...]) -> bool:
+    """A keyword clause's `calls`: "*", a method name (".to"), or qualified names."""
+    for c in calls:
+        if c == "*":
+            return True
+        if c.startswith("."):
+            if method == c[1:]:
+                return True
+        elif callee is not None and name_in(callee, (c,)):
+            return True
+    return False
 
 
 NAME_KINDS = ("import", "call", "attribute", "decorator")

@@ -20,7 +20,7 @@ import libcst as cst
 from ..catalog import ArgCond, Match, Rule, conds_hold
 from .cstwalk import Walker, field_order, is_node_type
 from .imports import absolute
-from .pyindex import PyIndex
+from .pyindex import PyIndex, callee_in, name_in
 
 _BUILTINS = frozenset(dir(builtins))
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
@@ -95,7 +95,7 @@ class PyResult:
     main_guard: bool
     trains: bool
     requirements: list[tuple[int, str]]  # setup.py install_requires & co, with lines
-    module: cst.Module | None  # None: the screen found nothing to parse
+    module: cst.Module
 
 
 def literal_value(node: cst.CSTNode | None) -> Any:
@@ -786,7 +786,7 @@ class PythonScanner(Walker):
             return False
         if cond.names:
             q, _ = self.resolve(value)
-            if q is None or not _name_in(q, cond.names):
+            if q is None or not name_in(q, cond.names):
                 return False
         if cond.string is not None and cond.string != bool(string_shapes(value)):
             return False
@@ -835,9 +835,9 @@ class PythonScanner(Walker):
             if not entries:
                 continue
             for rule, clause in entries:
-                if clause.calls and not _callee_in(callee, method, clause.calls):
+                if clause.calls and not callee_in(callee, method, clause.calls):
                     continue
-                if clause.exclude_calls and _callee_in(callee, method, clause.exclude_calls):
+                if clause.exclude_calls and callee_in(callee, method, clause.exclude_calls):
                     continue
                 if clause.args and not self.args_match(node, clause.args):
                     continue
@@ -853,7 +853,7 @@ class PythonScanner(Walker):
             return True
         if clause.value_names:
             q, _ = self.resolve(value)
-            if q is not None and _name_in(q, clause.value_names):
+            if q is not None and name_in(q, clause.value_names):
                 return True
         return False
 
@@ -1034,24 +1034,6 @@ def _pattern_matches(pattern: str, value: cst.CSTNode) -> bool:
             (a.keyword is not None and re.fullmatch(pattern, a.keyword.value)) or _pattern_matches(pattern, a.value)
             for a in value.args
         )
-    return False
-
-
-def _name_in(q: str, names: tuple[str, ...]) -> bool:
-    import fnmatch
-
-    return any(q == n or ("*" in n and fnmatch.fnmatchcase(q, n)) for n in names)
-
-
-def _callee_in(callee: str | None, method: str | None, calls: tuple[str, ...]) -> bool:
-    for c in calls:
-        if c == "*":
-            return True
-        if c.startswith("."):
-            if method == c[1:]:
-                return True
-        elif callee is not None and _name_in(callee, (c,)):
-            return True
     return False
 
 

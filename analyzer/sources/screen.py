@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import fnmatch
 import io
 import re
 from dataclasses import dataclass
 
 from ..catalog import ArgCond, Match, conds_hold
 from .imports import absolute
-from .pyindex import PyIndex
+from .pyindex import PyIndex, callee_in, name_in
 
 _BUILTINS = frozenset(dir(builtins))
 # python.py's tensor_value_read: calls that read a tensor's value in a test.
@@ -249,10 +248,6 @@ def _find_arg(call: ast.Call, cond: ArgCond) -> ast.AST | None:
             if i == cond.position:
                 return a
     return None
-
-
-def _name_in(q: str, names: tuple[str, ...]) -> bool:
-    return any(q == n or ("*" in n and fnmatch.fnmatchcase(q, n)) for n in names)
 
 
 # ---------------------------------------------------------------------------------- the screen
@@ -573,7 +568,7 @@ class _Screen:
 
     def _names_may(self, value: ast.AST, names: tuple[str, ...]) -> bool:
         parts = _chain(value)
-        return bool(parts) and any(_name_in(q, names) for q in self.candidates(parts))
+        return bool(parts) and any(name_in(q, names) for q in self.candidates(parts))
 
     def _keyword_value_may(self, value: ast.AST, clause: Match) -> bool:
         return bool(
@@ -584,17 +579,10 @@ class _Screen:
 
     @staticmethod
     def _callee_may(func: ast.AST, qs, clause: Match) -> bool:
-        if not clause.calls:
-            return True
-        for c in clause.calls:
-            if c == "*":
-                return True
-            if c.startswith("."):
-                if type(func) is ast.Attribute and func.attr == c[1:]:
-                    return True
-            elif any(_name_in(q, (c,)) for q in qs):
-                return True
-        return False
+        """python.py's callee check, for every name the callee may resolve to (a method name
+        counts whatever the receiver resolves to)."""
+        method = func.attr if type(func) is ast.Attribute else None
+        return not clause.calls or any(callee_in(q, method, clause.calls) for q in (qs or (None,)))
 
     def _maybe_boolean(self, index: ast.AST) -> bool:
         """python.py's looks_boolean on a subscript's single index (a name with "mask" in it
