@@ -42,8 +42,9 @@ def load(path: Path = LABELS) -> dict:
     return data
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+def cell(text: str) -> str:
+    """text as one Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def build(data: dict) -> str:
@@ -60,7 +61,7 @@ def build(data: dict) -> str:
     ]
     for r in repos:
         scan = f" (scan `{r['path']}`)" if r.get("path") else ""
-        parts.append(f"| {r['id']} | {GROUPS[r['group']]} | `{r['source']}`{scan} | **{r['expected']}** | {_cell(r.get('entry', ''))} |")
+        parts.append(f"| {r['id']} | {GROUPS[r['group']]} | `{r['source']}`{scan} | **{r['expected']}** | {cell(r.get('entry', ''))} |")
     for group, title in GROUPS.items():
         members = [r for r in repos if r["group"] == group]
         if not members:
