@@ -239,7 +239,7 @@ def table(rows: list[Row]) -> str:
     lines.append("")
     lines.append(f"Hits: {hits} / {scanned} scanned{share}; two classes off: {two_off}; not scanned: {missing}. "
                  f"Estimate compared: {' and '.join(sorted(parts_used)) or 'none'}.")
-    manifests = [row for row in rows if row.manifest and row.report is None]
+    manifests = [row for row in rows if row.manifest and row.problem.startswith("missing")]
     if manifests:
         lines.append("")
         lines.append("Files to fetch for the entries not in the cache (repository, path, commit):")

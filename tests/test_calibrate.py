@@ -127,6 +127,7 @@ def test_fetches_scans_and_compares(tmp_path, index):
     assert absent[3] == "—" and absent[6].startswith("missing: not in")
     assert "  - example/absent main.cu @ 89ab" in r.stdout
     assert "  - example/absent Makefile @ the stored version" in r.stdout
+    assert "tiny-gh into" not in r.stdout  # present entries need no manifest
     hits = sum(calibrate.classes_off(e, got["class"]) == 0 for e in ("days", "month-plus"))
     two_off = sum(calibrate.classes_off(e, got["class"]) == 2 for e in ("days", "month-plus"))
     assert f"Hits: {hits} / 2 scanned ({50 * hits} %); two classes off: {two_off}; not scanned: 1. Estimate compared: whole." in r.stdout
