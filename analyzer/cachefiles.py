@@ -138,6 +138,8 @@ class CacheFiles:
             except FileExistsError:
                 if _read_private(target, KEY_BYTES) is None:  # not a key of ours: replace it
                     os.replace(tmp, target)
+            except OSError:  # no hard links on this file system: the last key made wins
+                os.replace(tmp, target)
         finally:
             if os.path.lexists(tmp):
                 os.unlink(tmp)
