@@ -27,14 +27,16 @@ if TYPE_CHECKING:
     from .pyindex import PyIndex
     from .python import Hit, PyResult
 
+# libcst (and python.py, which walks its trees) load on first use: the main process of a
+# parallel scan, and scans the screen finds nothing to parse in, never need them. The
+# scanners (load_scanners) load on first use too: discovery and a cached report never need them.
+
 
 def load_scanners() -> None:
-    """Import what scanning a file needs. Discovery and a report read from the cache need none of
-    it; a parallel scan loads it before forking, so no worker imports it again."""
+    """Import what scanning a file needs; a parallel scan calls it before forking, so no worker
+    imports it again."""
     from . import builds, imports, notebook, pyindex, screen  # noqa: F401
 
-# libcst (and python.py, which walks its trees) load on first use: the main process of a
-# parallel scan, and scans the screen finds nothing to parse in, never need them.
 
 KINDS = ("python", "notebook", "native", "cmake", "deps")
 
