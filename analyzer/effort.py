@@ -238,7 +238,9 @@ class _Planner:
         if all(self.findings[i].fallback for i in d.idx):
             d.kind = "gate-library"  # titled "Check the fallback: ..."
             return
-        if (self.reach is not None and self.reach.mode == "library") or not hard:
+        # Only imported on the training path (its calls are opt-in or elsewhere): guard the import.
+        imports_only = all(self.findings[i].snippet.startswith(("import ", "from ")) for i in d.idx)
+        if (self.reach is not None and self.reach.mode == "library") or not hard or imports_only:
             d.kind, verb = "gate-library", "Gate the optional integration"
         elif rule.effort.likely <= SWAP_LIMIT:
             d.kind, verb = "swap-library", "Swap"

@@ -23,6 +23,7 @@ from ..suppress import Suppressions
 from . import deps as deps_mod
 from . import native as native_mod
 from .builds import build_facts
+from .codefacts import code_facts
 from .imports import python_facts
 from .notebook import NotebookError, join_cells, notebook_cells
 from .pyindex import PyIndex, build_index, passes_prefilter
@@ -273,32 +274,37 @@ def _ast_parse(text: str) -> ast.Module:
         return ast.parse(text)
 
 
-def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, screen: bool = False) -> PyResult | None:
+def parse_tree(text: str) -> ast.Module | None:
+    """Python's own parse of a file, once per file: the screen, the code facts and the syntax check
+    all read it. None when Python cannot parse it (libcst's diagnostic says where and why);
+    _TooDeep when the file is nested deeper than any parser should try."""
+    risky = nesting_risk(text)
+    try:
+        return _ast_parse(text)
+    except (RecursionError, MemoryError):
+        if risky:
+            raise _TooDeep("nested too deeply for Python's own parser; skipped") from None
+    except SyntaxError as e:
+        if risky and ("too many nested" in str(e) or "too complex" in str(e)):
+            raise _TooDeep(f"{e.msg}; skipped") from None
+    except ValueError:  # NUL bytes: libcst's diagnostic follows
+        pass
+    return None
+
+
+def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, tree: ast.Module | None,
+                 screen: bool = False) -> PyResult | None:
     """Match a Python source. `screen`: cut what no rule can match before libcst parses it
     (sources/screen.py); the hits come back with the file's own line numbers, and None means the
     screen found nothing any rule can match (then neither libcst nor python.py is loaded)."""
     module_name, is_package = module_name_of(rel)
-    risky = nesting_risk(text)
     screen = screen and ctx.screen and not collect_setup
-    tree = None
-    if risky or screen:
-        try:
-            tree = _ast_parse(text)
-        except (RecursionError, MemoryError):
-            if risky:
-                raise _TooDeep("nested too deeply for Python's own parser; skipped") from None
-        except SyntaxError as e:
-            if risky and ("too many nested" in str(e) or "too complex" in str(e)):
-                raise _TooDeep(f"{e.msg}; skipped") from None
-        except ValueError:  # NUL bytes: libcst's diagnostic follows
-            pass
     reduced = None
     if tree is not None and screen:
         try:
             reduced = reduce_source(text, tree, ctx.index, module_name, is_package)
         except RecursionError:  # a pathological expression: libcst decides on the whole file
             reduced = None
-    del tree
     if reduced is not None and not reduced.matchable:
         return None
     from .python import scan_module
@@ -316,6 +322,15 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, scr
         for h in res.hits:
             h.line = reduced.original_line(h.line)
     return res
+
+
+def _code_facts(tree: ast.Module | None, module_name: str, is_package: bool) -> dict:
+    if tree is None:
+        return {}
+    try:
+        return {"code": code_facts(tree, module_name, is_package)}
+    except RecursionError:  # a pathological expression: the module-level answer stands
+        return {}
 
 
 def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: ScanContext, rel: str,
@@ -366,18 +381,15 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
     module_name, is_package = module_name_of(job.rel)
     result.facts.update(python_facts(text, module_name, is_package))
     result.facts.update(build_facts(text))
+    tree = parse_tree(text)
+    result.facts.update(_code_facts(tree, module_name, is_package))
     idx = ctx.index
     is_setup = PurePosixPath(job.rel).name == "setup.py"
     collect_setup = is_setup and bool(ctx.dep_entries)
     if not (passes_prefilter(text, idx) or collect_setup):
         # Nothing here can match; still report a file that is not Python at all (ast is ~10x
         # cheaper than libcst; its rare disagreements, e.g. newer syntax, are settled by libcst).
-        try:
-            _ast_parse(text)
-            return
-        except (SyntaxError, ValueError):
-            pass
-        except RecursionError:
+        if tree is not None:
             return
         try:
             parse_module(text)
@@ -385,10 +397,11 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
             result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
     try:
-        res = _python_hits(text, job.rel, ctx, collect_setup, screen=True)
+        res = _python_hits(text, job.rel, ctx, collect_setup, tree, screen=True)
     except Unparseable as e:
         result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
+    del tree
     result.parsed = True
     if res is None:
         return  # nothing to add (setup.py files, whose requirements are read here, are not screened)
@@ -408,10 +421,15 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
     source, where = join_cells(cells)
     module_name, _ = module_name_of(job.rel)
     result.facts.update(python_facts(source, module_name, False))
+    tree = parse_tree(source)
+    code = _code_facts(tree, module_name, False)
+    if code:
+        code["code"]["regions"] = []  # lines of the joined cells, not of a cell: not comparable
+        result.facts.update(code)
     if not passes_prefilter(source, ctx.index):
         return
     try:
-        res = _python_hits(source, job.rel, ctx, False)
+        res = _python_hits(source, job.rel, ctx, False, tree)
     except Unparseable:
         # One broken cell must not hide the others: report each broken cell, scan the rest
         # together (so imports in one cell still resolve names in the next).
@@ -426,7 +444,7 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
                 result.diagnostics.append(_syntax_diagnostic(job.rel, e, cell_source, cell_where))
         source, where = join_cells(good)
         try:
-            res = _python_hits(source, job.rel, ctx, False)
+            res = _python_hits(source, job.rel, ctx, False, None)
         except Unparseable as e:  # cells that parse alone but not together
             result.diagnostics.append(_syntax_diagnostic(job.rel, e, source, where))
             return
