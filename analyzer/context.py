@@ -475,6 +475,47 @@ def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[st
     return label, gates
 
 
+def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = None) -> str | None:
+    """The first function that trains (calls backward, steps an optimizer, runs a Trainer) that a
+    file's own code (or `start`) reaches by unconditional calls; None when none does."""
+    start = start or f"{rel}::"
+    seen = {start}
+    todo = [start]
+    names: set[str] = set()
+    classes: set[str] = set()
+    while todo and len(seen) < limit:
+        node = todo.pop(0)
+        d = graph.def_of(node)
+        if d is not None and "trains" in d[3]:
+            return node
+        if d is not None and d[2] == "c":
+            classes.add(node)
+            r, _, scope = node.partition("::")
+            for meth in graph.class_methods.get((r, scope), ()):
+                if meth.rsplit(".", 1)[-1] in names and f"{r}::{meth}" not in seen:
+                    seen.add(f"{r}::{meth}")
+                    todo.append(f"{r}::{meth}")
+        for target, label, _gate in graph.edges(node):
+            if label != STEP:
+                continue
+            if target.startswith("a:"):
+                name = target[2:]
+                if name in names:
+                    continue
+                names.add(name)
+                for r, meth in graph.methods.get(name, ()):
+                    m = f"{r}::{meth}"
+                    if f"{r}::{meth.rpartition('.')[0]}" in classes and m not in seen:
+                        seen.add(m)
+                        todo.append(m)
+                continue
+            if target not in seen and graph.target_label(target) == STEP:
+                seen.add(target)
+                todo.append(target)
+    code = graph.code.get(rel, {})
+    return f"{rel}::" if code.get("top_trains") else None
+
+
 # ------------------------------------------------------------------------------------------ findings
 
 

@@ -71,12 +71,15 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         if why:
             f.details["off_path_reason"] = why
     ctx = context_mod.analyse(infos, reach, findings)
-    include = set(getattr(settings, "include_opt_in", ()) or ())
+    include = set(settings.include_opt_in)
     on_path: list[Finding] = []
     off_path: list[Finding] = []
+    included: set[str] = set()
     for f in findings:
         feature = f.details.get("feature")
         if f.context == "step" or (f.context == "opt-in" and ("all" in include or feature in include)):
+            if f.context == "opt-in":
+                included.add(str(feature))
             on_path.append(f)
         else:
             f.on_path = False
@@ -97,6 +100,8 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         suppressed=sum(r.suppressed for r in results),
     )
     report.opt_in, report.evaluation = _parts(off_path, catalog, reach)
+    if include:
+        report.extra["included_opt_in"] = sorted(included)
     report.extra["reach"] = reach.to_dict()
     if ctx.function_level:
         report.extra["reach"]["function_level"] = True

@@ -102,7 +102,7 @@ def test_named_entry_overrides_detection_and_reaches_excluded_folders(tmp_path):
 def test_entry_by_module_name_and_src_layout(tmp_path):
     root = tree(tmp_path, {
         "src/pkg/__init__.py": "",
-        "src/pkg/run.py": "from pkg.ops import f\n",
+        "src/pkg/run.py": "from pkg.ops import f\nf()\n",
         "src/pkg/ops.py": "import torch\ndef f():\n    return torch.zeros(1).cuda()\n",
         "src/pkg/unused.py": "import torch\ny = torch.zeros(1).cuda()\n",
     })

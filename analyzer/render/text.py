@@ -131,8 +131,10 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     reach = report.extra.get("reach")
     if isinstance(reach, dict) and reach.get("mode"):
         entries = reach.get("entries") or []
-        how = {"entries": f"from {', '.join(entries[:3])}{' …' if len(entries) > 3 else ''}"
-                          f" ({'detected' if reach.get('detected') else 'named'})",
+        reasons = reach.get("entry_reasons") or {}
+        shown = [f"{e} ({reasons[e]})" if reach.get("detected") and e in reasons else e for e in entries[:3]]
+        how = {"entries": f"from {', '.join(shown)}{' …' if len(entries) > 3 else ''}"
+                          f"{'' if reach.get('detected') else ' (named)'}",
                "library": "every module (no training entry point found; name one with --entry)",
                "files": "the files given"}.get(reach["mode"], reach["mode"])
         out.append(f"Training path: {how}")
