@@ -69,6 +69,7 @@ class Context:
     """The analysis' answers: a context per finding, and notes on what it could not resolve."""
 
     function_level: bool = False
+    neuron_entries: bool = False  # every training entry already targets Neuron or XLA
     notes: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
@@ -175,12 +176,19 @@ class Defaults:
         """The defaults a condition was judged on: "default False"."""
         names = sorted(set(_names(cond)))
         parts = []
+        seen: set[str] = set()
         for kind, name in names:
             if kind == "opt":
                 v = self.option(name)
                 parts.append(f"{name} defaults to {_show(v)}")
             elif kind == "env":
                 parts.append(f"${name} unset")
+            elif kind == "flag":
+                inner = self.flags.get((rel, name))
+                if inner is not None and name not in seen:
+                    seen.add(name)
+                    v = self.evaluate(inner, rel)
+                    parts.append(f"{name} is {_show(v)}" + (f": {self.describe(inner, rel)}" if self.describe(inner, rel) else ""))
         return "; ".join(parts)
 
 
@@ -361,9 +369,11 @@ class Graph:
             else:
                 for target in self.resolve(rel, ref):
                     yield target, label, g
-        for mod in code.get("imports", {}).get(scope, ()):
+        for mod, region in code.get("imports", {}).get(scope, ()):
+            g = gate_of(region)
+            label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             for target in self.import_targets(rel, mod):
-                yield target, STEP, None
+                yield target, label, g
         for table, key, region in code.get("lookups", {}).get(scope, ()):
             g = gate_of(region)
             base = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
@@ -572,11 +582,14 @@ def markers_of(code: dict, scope: str) -> set[str]:
 def analyse(infos, reach, findings: list[Finding]) -> Context:
     """Set `context` (and `gate`, `context_reason`) on every finding reach put on the path; findings
     reach set aside are `off-path`."""
-    from .reach import module_names
+    from .reach import UNREACHED as UNREACHED_REASON, module_names
 
     info_by = {i.rel: i for i in infos}
     defaults = Defaults(infos)
     ctx = Context()
+    # A training path that starts in Neuron code (every entry already targets Neuron or XLA) is ported.
+    ctx.neuron_entries = bool(reach.entries) and all(
+        neuron_file((info_by[e].facts.get("code") or {}), info_by[e].facts) for e in reach.entries if e in info_by)
     graph = Graph(infos, module_names(sorted(info_by)), defaults)
     entries = [e for e in reach.entries if e in graph.code]
     if reach.mode == "entries" and entries:
@@ -585,7 +598,9 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
         ctx.function_level = True
     for f in findings:
         if f.on_path is False:
-            f.context = "off-path"
+            # An evaluation or export tool nothing imports is still the evaluation path (not tests or docs).
+            evaluation = f.details.get("off_path_reason") == UNREACHED_REASON and evaluation_path(f.path)
+            f.context = "evaluation" if evaluation else "off-path"
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
     return ctx
@@ -600,6 +615,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         context, gate = "opt-in", Gate(accel.split(" (")[0].lower().replace(" ", "-"), f"only on {accel}")
     elif code and neuron_file(code, facts) and f.category in NEURON_CATEGORIES:
         context, reason = "neuron-native", "this file already targets Neuron or XLA"
+    elif ctx.neuron_entries and f.category in NEURON_CATEGORIES:
+        context, reason = "neuron-native", "the training entry already targets Neuron or XLA"
     else:
         label = STEP
         scope = f.scope

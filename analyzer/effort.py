@@ -143,7 +143,8 @@ class _Draft:
 
 
 class _Planner:
-    def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None") -> None:
+    def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None", keep: bool = False) -> None:
+        self.keep = keep  # costing a feature the user keeps: its libraries are ported, never switched off
         self.findings = findings
         self.catalog = catalog
         self.reach = reach
@@ -240,7 +241,7 @@ class _Planner:
             return
         # Only imported on the training path (its calls are opt-in or elsewhere): guard the import.
         imports_only = all(self.findings[i].snippet.startswith(("import ", "from ")) for i in d.idx)
-        if (self.reach is not None and self.reach.mode == "library") or not hard or imports_only:
+        if not self.keep and ((self.reach is not None and self.reach.mode == "library") or not hard or imports_only):
             d.kind, verb = "gate-library", "Gate the optional integration"
         elif rule.effort.likely <= SWAP_LIMIT:
             d.kind, verb = "swap-library", "Swap"
@@ -436,9 +437,11 @@ def op_name(f: Finding) -> str:
 # ------------------------------------------------------------------------------------------ estimate
 
 
-def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None) -> tuple[list[Task], Estimate]:
-    """Tasks and the estimate for the findings on the training path (indices refer to `findings`)."""
-    planner = _Planner(findings, catalog, reach)
+def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None,
+             keep: bool = False) -> tuple[list[Task], Estimate]:
+    """Tasks and the estimate for the findings on the training path (indices refer to `findings`).
+    `keep`: an opt-in feature costed as kept on Trainium (a library it uses is ported, not gated)."""
+    planner = _Planner(findings, catalog, reach, keep)
     planner.group()
     planner.cost()
     tasks = planner.tasks()

@@ -48,7 +48,7 @@ def _parts(off_path: list[Finding], catalog: Catalog, reach) -> tuple[list[Part]
     def part(name: str, gate: str, idx: list[int]) -> Part:
         # Kernels for another accelerator are not a Trainium port: listed, never costed.
         chosen = [] if gate.startswith("only on ") else [off_path[i] for i in idx]
-        tasks, est = estimate(chosen, catalog, reach)
+        tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation")
         for t in tasks:  # task findings index the part's own list; report them as off_path indices
             t.findings = [idx[j] for j in t.findings]
         return Part(name, gate, idx, tasks, est)

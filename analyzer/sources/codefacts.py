@@ -242,7 +242,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
     out = {
         "defs": fx.defs,
         "refs": {s: sorted(r.items()) for s, r in fx.refs.items() if r},
-        "imports": {s: sorted(set(m)) for s, m in fx.imports.items() if m},
+        "imports": {s: _least_gated(m) for s, m in fx.imports.items() if m},
         "regions": fx.regions,
         "options": fx.options,
         "bindings": fx.bindings,
@@ -336,7 +336,7 @@ class _Walk:
                 mod = absolute(st.module or "", st.level, fx.module_name, fx.is_package)
                 mods = [mod] + ([f"{mod}.{a.name}" for a in st.names if a.name != "*"] if mod else [])
                 _note_neuron(fx, mod)
-            fx.imports.setdefault(self.scope, []).extend(m for m in mods if m)
+            fx.imports.setdefault(self.scope, []).extend([m, self.region] for m in mods if m)
             if self.scope:  # a function-level import binds a name for this function only
                 for a in st.names:
                     if a.name != "*" and t is ast.ImportFrom:
@@ -620,6 +620,15 @@ class _Walk:
             value = None
         if value is not ...:
             self.fx.options.append([first.replace("-", "_"), value, n.lineno])
+
+
+def _least_gated(imports: list[list]) -> list[list]:
+    """[module, region] pairs, one per module: an import also made outside any region is unconditional."""
+    best: dict[str, int] = {}
+    for mod, region in imports:
+        if mod not in best or region == -1:
+            best[mod] = region
+    return [[m, best[m]] for m in sorted(best)]
 
 
 def _add_ref(refs: dict[str, int], ref: str, region: int) -> None:
