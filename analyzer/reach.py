@@ -382,10 +382,10 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     named: list[str] = []
     named_functions: list[tuple[str, str]] = []
     for e in entries:
-        files = resolve_entry(e, root, set(rels), modules)
-        named += files
+        named_files = resolve_entry(e, root, set(rels), modules)
+        named += named_files
         if ":" in e and not os.path.exists(e):  # `pkg.train:main`: the function runs, not only the module
-            named_functions += [(f, e.rsplit(":", 1)[1].strip()) for f in files]
+            named_functions += [(f, e.rsplit(":", 1)[1].strip()) for f in named_files]
     reach = Reach(mode="files" if explicit_files else "entries", vendored=vendored)
     if named:
         reach.entries = sorted(set(named))

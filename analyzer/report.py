@@ -12,7 +12,7 @@ from .catalog import Catalog
 from .config import ConfigError, Settings, workload_error
 from .discover import Discovery
 from . import context as context_mod
-from .effort import estimate
+from .effort import estimate, reference_stems
 from .model import Diagnostic, Finding, Part, Report
 from .reach import FileInfo, analyse
 from .sources import FileResult
@@ -32,7 +32,7 @@ _CONTEXT_REASON = {
 }
 
 
-def _parts(off_path: list[Finding], catalog: Catalog, reach) -> tuple[list[Part], Part | None]:
+def _parts(off_path: list[Finding], catalog: Catalog, reach, references) -> tuple[list[Part], Part | None]:
     """The opt-in features and the evaluation path, each costed on its own."""
     features: dict[str, list[int]] = {}
     gates: dict[str, str] = {}
@@ -48,7 +48,7 @@ def _parts(off_path: list[Finding], catalog: Catalog, reach) -> tuple[list[Part]
     def part(name: str, gate: str, idx: list[int]) -> Part:
         # Kernels for another accelerator are not a Trainium port: listed, never costed.
         chosen = [] if gate.startswith("only on ") else [off_path[i] for i in idx]
-        tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation")
+        tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation", references=references)
         for t in tasks:  # task findings index the part's own list; report them as off_path indices
             t.findings = [idx[j] for j in t.findings]
         return Part(name, gate, idx, tasks, est)
@@ -86,7 +86,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
             if "off_path_reason" not in f.details:
                 f.details["off_path_reason"] = f.details.get("context_reason") or f.gate or _CONTEXT_REASON.get(f.context, "")
             off_path.append(f)
-    tasks, est = estimate(on_path, catalog, reach)
+    references = reference_stems(name.rsplit(".", 1)[-1] for i in infos
+                                 for name in ((i.facts.get("code") or {}).get("defs") or {}))
+    tasks, est = estimate(on_path, catalog, reach, references=references)
     report = Report(
         tool_version=__version__,
         target=settings.target,
@@ -99,7 +101,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         off_path=off_path,
         suppressed=sum(r.suppressed for r in results),
     )
-    report.opt_in, report.evaluation = _parts(off_path, catalog, reach)
+    report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references)
     if include:
         report.extra["included_opt_in"] = sorted(included)
     report.extra["reach"] = reach.to_dict()
