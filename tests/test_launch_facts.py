@@ -301,3 +301,24 @@ def test_arbitrary_command_soup_never_breaks_the_scan(words, name):
     json.dumps(res.facts)
     for r in res.facts.get("launches", ()):
         assert set(r) >= {"line", "launcher", "target", "kind", "args"} and r["kind"] in ("script", "module")
+
+
+def test_makefile_with_hidden_output_flag_and_conditional_objects():
+    """llm.c's layout: `-o $@` hides in a variable, objects come from a conditional variable."""
+    text = """\
+NVCC := $(shell which nvcc 2>/dev/null)
+NVCC_FLAGS = --threads=0 -t=0 --use_fast_math -std=c++17 -O3
+BUILD_DIR = build
+ifeq ($(USE_CUDNN), 1)
+  NVCC_CUDNN = $(BUILD_DIR)/cudnn_att.o
+  $(info using cuDNN)
+endif
+CUDA_OUTPUT_FILE = -o $@
+train_gpt2: train_gpt2.c
+\t$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD_DIR)/cudnn_att.o: llmc/cudnn_att.cpp
+\t$(NVCC) -c $(NVCC_FLAGS) $< -o $@
+train_gpt2cu: train_gpt2.cu $(NVCC_CUDNN)
+\t$(NVCC) $(NVCC_FLAGS) $^ $(NVCC_LDFLAGS) $(CUDA_OUTPUT_FILE)
+"""
+    assert _programs("Makefile", text) == [(14, "train_gpt2cu", ["train_gpt2.cu", "$(NVCC_CUDNN)"], "nvcc")]
