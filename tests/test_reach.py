@@ -263,7 +263,7 @@ def test_build_facts_unknown_sources_are_any_path():
 def test_native_build_facts():
     assert native_build_facts('#include "a/b.h"\n#include <cuda.h>\n', cmake=False) == {"includes": ["a/b.h", "cuda.h"]}
     cm = native_build_facts("add_library(x ${CMAKE_CURRENT_SOURCE_DIR}/k.cu ${OTHER}/j.cpp)\n", cmake=True)
-    assert cm == {"cmake_build": True, "cmake_sources": [[1, "k.cu"], [1, "**/j.cpp"]]}
+    assert cm == {"cmake_build": True, "cmake_sources": [[1, "k.cu"], [1, "**/j.cpp"]], "programs": []}
 
 
 def test_module_names_from_packages_and_scripts():

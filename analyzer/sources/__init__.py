@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 from ..catalog import Catalog, Rule, selector_matches
 from ..model import Diagnostic, Finding
 from ..suppress import Suppressions
+from . import configs as configs_mod
 from . import deps as deps_mod
+from . import launch as launch_mod
 from . import native as native_mod
 from .builds import build_facts
 from .codefacts import code_facts
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 # libcst (and python.py, which walks its trees) load on first use: the main process of a
 # parallel scan, and scans the screen finds nothing to parse in, never need them.
 
-KINDS = ("python", "notebook", "native", "cmake", "deps")
+KINDS = ("python", "notebook", "native", "cmake", "deps", "launch", "config")
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ def read_text(job: FileJob, max_size: int, data: bytes | None = None) -> str:
                 raise _Skip("decode-error", f"bad encoding declaration: {e}") from None
             encoding = "utf-8"  # no cookie and not UTF-8: the decode below says where it breaks
     try:
-        text = data.decode(encoding)
+        # Launch files (READMEs, scripts) are read for commands: a stray byte must not hide them.
+        text = data.decode(encoding, errors="replace" if job.kind == "launch" else "strict")
     except LookupError:
         raise _Skip("decode-error", f"unknown encoding {encoding!r} declared") from None
     except UnicodeDecodeError as e:
@@ -488,12 +491,25 @@ def _scan_deps(job: FileJob, text: str, ctx: ScanContext, result: FileResult) ->
         _add_dependency_hits(reqs, text.splitlines(), _Collector(result, ctx, Suppressions(text)), ctx, job.rel)
 
 
+def _scan_launch(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    result.facts.update(launch_mod.launch_facts(PurePosixPath(job.rel).name, text))
+
+
+def _scan_config(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    try:
+        result.facts.update(configs_mod.config_facts(job.rel, text))
+    except configs_mod.ConfigError as e:
+        result.diagnostics.append(Diagnostic(job.rel, e.kind, e.message, e.line))
+
+
 _HANDLERS = {
     "python": _scan_python,
     "notebook": _scan_notebook,
     "native": _scan_native,
     "cmake": _scan_native,
     "deps": _scan_deps,
+    "launch": _scan_launch,
+    "config": _scan_config,
 }
 
 
