@@ -98,9 +98,21 @@ class Defaults:
             for kw, vals in (code.get("passed") or {}).items():
                 self.passed.setdefault(kw, []).extend(vals)
         self.options = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in values.items()}
+        self.launched: dict[str, object] = {}  # options the training entry's launch commands set
         self.bindings = {info.rel: (info.facts.get("code") or {}).get("bindings", {}) for info in infos}
 
+    def launch_options(self, launches: list[list[str]]) -> None:
+        """What the launch commands of the training entry set (`python train.py --fp16 --attn flash`):
+        the configuration a user actually runs. Commands that disagree leave the option unknown."""
+        seen: dict[str, list] = {}
+        for args in launches:
+            for name, value in _parse_args(args).items():
+                seen.setdefault(name, []).append(value)
+        self.launched = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in seen.items()}
+
     def option(self, name: str, fallback=UNKNOWN):
+        if name in self.launched:
+            return self.launched[name]
         v = self.options.get(name, UNKNOWN)
         if v is UNKNOWN:
             v = self.options.get(name.lstrip("_"), fallback)
@@ -190,6 +202,40 @@ class Defaults:
                     v = self.evaluate(inner, rel)
                     parts.append(f"{name} is {_show(v)}" + (f": {self.describe(inner, rel)}" if self.describe(inner, rel) else ""))
         return "; ".join(parts)
+
+
+def _parse_args(args: list[str]) -> dict[str, object]:
+    """`--fused-softmax --lr 3e-4 --attn=flash` -> {fused_softmax: True, lr: 0.0003, attn: "flash"}."""
+    out: dict[str, object] = {}
+    i = 0
+    while i < len(args):
+        a = str(args[i])
+        i += 1
+        if not a.startswith("--") or len(a) < 3:
+            continue
+        key, eq, value = a[2:].partition("=")
+        key = key.replace("-", "_")
+        if not eq:
+            if i < len(args) and not str(args[i]).startswith("-"):
+                value = str(args[i])
+                i += 1
+            else:
+                out[key] = True
+                continue
+        out[key] = _scalar(value)
+    return out
+
+
+def _scalar(text: str):
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text if "$" not in text else UNKNOWN
 
 
 def _names(cond: list):
@@ -592,6 +638,10 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
         neuron_file((info_by[e].facts.get("code") or {}), info_by[e].facts) for e in reach.entries if e in info_by)
     graph = Graph(infos, module_names(sorted(info_by)), defaults)
     entries = [e for e in reach.entries if e in graph.code]
+    launches = [list(launch.get("args") or ()) for i in infos for launch in i.facts.get("launches", ())
+                if any(t in entries for t in _launch_targets_of(launch, i.rel, graph.modules, info_by))]
+    if launches:
+        defaults.launch_options(launches)
     if reach.mode == "entries" and entries:
         nodes = [f"{e}::" for e in entries] + [f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
         ctx.labels, ctx.gates = propagate(graph, nodes)
@@ -604,6 +654,12 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
     return ctx
+
+
+def _launch_targets_of(launch: dict, rel: str, modules, info_by) -> list[str]:
+    from .reach import _launch_targets
+
+    return _launch_targets(launch, rel, modules, info_by)
 
 
 def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Context) -> None:

@@ -46,6 +46,9 @@ ATOMICS_FACTOR = 1.25  # atomics need restructuring (no general atomics in NKI)
 BACKWARD_FACTOR = 1.25  # a backward kernel: gradient checks against autograd
 BACKWARD_ADDON = Range(0.5, 2.0, 5.0)  # an extension with backward kernels: register_autograd + grad tests
 VENDORED_SWAP = Range(1.0, 3.0, 8.0)  # replace a vendored library (the catalog's library-swap numbers)
+# A CUDA training program with no PyTorch at all: write its model and loop in PyTorch and check it trains
+# to the same loss, before any of its kernels (on the learning curve) are worth an NKI port.
+PROGRAM_REWRITE = Range(10.0, 20.0, 50.0)
 SWAP_LIMIT = 5.0  # gpu-library rules with likely <= this are swaps, above it rewrites (catalog convention)
 SETUP_SHARE = 0.25  # a dynamic shape or unsupported op in code that runs once can run on the CPU
 # Kernels: a forward and its backward, dtype variants and near-copies are one op; the second and later
@@ -233,6 +236,10 @@ class _Planner:
                 if kind == "vendored":
                     self.draft(f"T-vendored-{ident}", f"Replace vendored `{ident}` (compiled by the build)",
                                "custom-cuda", "replace-vendored", project=ident).idx.append(i)
+                elif ident.startswith("program:"):
+                    name = ident[len("program:"):].split("@")[0]
+                    self.draft(f"T-program-{ident[len('program:'):]}", f"Rewrite CUDA training program `{name}`",
+                               "custom-cuda", "rewrite-program", extension=ident).idx.append(i)
                 else:
                     self.draft(f"T-ext-{ident}", f"Port CUDA extension `{ident}`", "custom-cuda",
                                "port-extension", extension=ident).idx.append(i)
@@ -338,7 +345,7 @@ class _Planner:
                 dynamic.setdefault(d.category, []).append(d)
                 continue
             d.key = d.id
-            if d.kind == "port-extension":
+            if d.kind in ("port-extension", "rewrite-program"):
                 d.cost = self.extension_cost(d)
             elif d.kind == "replace-vendored":
                 d.cost = VENDORED_SWAP
@@ -409,7 +416,9 @@ class _Planner:
                 files.discard(f.path)
             else:
                 rest.append(i)
-        if build_rules:  # the build and bindings, once (the costliest build rule that matched)
+        if d.kind == "rewrite-program":
+            parts.append(PROGRAM_REWRITE)  # the model and loop in PyTorch; its build is replaced, not ported
+        elif build_rules:  # the build and bindings, once (the costliest build rule that matched)
             parts.append(max((_base(r) for r in build_rules), key=lambda r: (r.likely, r.high, r.low)))
         if host:
             host_rule = self.catalog.get(CUDA_HOST_RULE) or self.rule(host[0])
@@ -431,6 +440,9 @@ class _Planner:
             d.details["references"] = referenced
         what = f"{kernels} kernel{'s' if kernels != 1 else ''}, {len(ops)} op{'s' if len(ops) != 1 else ''}, in {len(files)} file{'s' if len(files) != 1 else ''}"
         verb = "Switch CUDA extension" if d.kind == "switch-to-reference" else "Port CUDA extension"
+        if d.kind == "rewrite-program":
+            d.title = f"Rewrite CUDA training program `{d.details['extension'][8:].split('@')[0]}` in PyTorch ({what})"
+            return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
         d.title = f"{verb} `{d.details['extension']}` ({what})" + (
             f"; PyTorch reference for {', '.join(f'`{r}`' for r in referenced)}" if referenced else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)

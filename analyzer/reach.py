@@ -295,6 +295,16 @@ def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[st
             compiled = _match_sources(b.get("sources", []), [here, ""] if here else [""], native, vendored)
             ext.sources = sorted(_include_closure(compiled, facts, by_name))
             exts.append(ext)
+        for prog in f.facts.get("programs", ()):
+            # A CUDA program built by make, a shell script or CMake: the training program itself when it
+            # has no Python loop around it; ported as one rewrite (effort.py), never per file.
+            if prog.get("cuda") is False:
+                continue
+            ext = Extension(f"program:{prog['name']}@{f.rel}", prog["name"], "program", f.rel, int(prog.get("line") or 1))
+            compiled = _match_sources(list(prog.get("sources") or ()), [here, ""] if here else [""], native, vendored)
+            ext.sources = sorted(_include_closure(compiled, facts, by_name))
+            if ext.sources:
+                exts.append(ext)
         if f.kind == "cmake" and f.facts.get("cmake_build"):
             line = min((s[0] for s in f.facts.get("cmake_sources", ())), default=1)
             ext = Extension(f"cmake@{f.rel}", "", "cmake", f.rel, line)
@@ -429,7 +439,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     for e in exts:
         if e.build in vendored or (excluded(e.build) and e.build not in named_reach):
             e.on_path = False
-        elif reach.mode in ("library", "files") or e.kind == "cmake":
+        elif reach.mode in ("library", "files") or e.kind in ("cmake", "program"):
             e.on_path = True
         elif e.kind in ("load", "load_inline"):
             e.on_path = e.build in reached
@@ -438,7 +448,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     reach.extensions = exts
     for e in exts:
         reach.build_sites[(e.build, e.line)] = e.id
-    for e in sorted(exts, key=lambda x: (not x.on_path, x.kind == "cmake", x.id)):
+    for e in sorted(exts, key=lambda x: (not x.on_path, x.kind != "program", x.kind == "cmake", x.id)):
         for src in e.sources:
             reach.extension_of.setdefault(src, e.id)
             if src in vendored and e.on_path and src in _compiled_directly(e, info):
@@ -563,7 +573,7 @@ def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[st
 
     g = nx.DiGraph()
     g.add_nodes_from(python)
-    named_exts = [(e, e.name) for e in exts if e.name and e.kind not in ("load", "load_inline", "cmake")]
+    named_exts = [(e, e.name) for e in exts if e.name and e.kind not in ("load", "load_inline", "cmake", "program")]
     for e in exts:
         g.add_node(f"ext:{e.id}")
         if e.kind in ("load", "load_inline"):

@@ -229,3 +229,34 @@ def test_every_context_fixture_scans_deterministically(name):
     a = scan(FIXTURES / name).to_dict()
     b = run_scan(Settings(root=FIXTURES / name, cache=False, jobs=1)).report.to_dict()
     assert a == b
+
+
+def test_a_makefile_built_cuda_trainer_is_one_full_rewrite():
+    report = scan(FIXTURES / "ctx_makefile_cuda")
+    [task] = [t for t in report.tasks if t.kind == "rewrite-program"]
+    assert task.details["kernels"] == 3 and report.estimate.effort_class == "month-plus"
+    assert {report.findings[i].path for i in task.findings} == {"train.cu", "kernels.cuh"}
+
+
+def test_the_launch_command_of_the_entry_sets_the_default_configuration(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import argparse, torch
+            from flash_attn import flash_attn_func
+            def main():
+                p = argparse.ArgumentParser()
+                p.add_argument("--flash", action="store_true")
+                args = p.parse_args()
+                if args.flash:
+                    flash_attn_func(1, 2, 3)
+                torch.optim.SGD([]).step()
+            if __name__ == "__main__":
+                main()
+        """,
+        "README.md": "# Train\n\n```bash\ntorchrun --nproc_per_node 8 train.py --flash\n```\n",
+    })
+    report = scan(root)
+    assert "launched by `torchrun train.py` in README.md:4" == report.extra["reach"]["entry_reasons"]["train.py"]
+    assert contexts(report)[("train.py", 8)] == "step"  # the README's command turns --flash on
+    (root / "README.md").write_text("# Train\n\n```bash\npython train.py\n```\n", encoding="utf-8")
+    assert contexts(scan(root))[("train.py", 8)] == "opt-in"

@@ -67,6 +67,14 @@ def _other_contexts(report: Report, s) -> list[str]:
     return out
 
 
+def _library_line(reach: dict) -> str:
+    programs = [e for e in reach.get("extensions", ()) if e.get("kind") == "program" and e.get("on_path")]
+    if programs:
+        return "the CUDA training program" + ("s " if len(programs) > 1 else " ") + ", ".join(
+            f"{e['id'][8:].split('@')[0]} ({e['build']}:{e['line']})" for e in programs[:3])
+    return "every module (no training entry point found; name one with --entry)"
+
+
 def _not_costed(report: Report) -> str:
     parts = []
     if report.opt_in:
@@ -135,7 +143,7 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
         shown = [f"{e} ({reasons[e]})" if reach.get("detected") and e in reasons else e for e in entries[:3]]
         how = {"entries": f"from {', '.join(shown)}{' …' if len(entries) > 3 else ''}"
                           f"{'' if reach.get('detected') else ' (named)'}",
-               "library": "every module (no training entry point found; name one with --entry)",
+               "library": _library_line(reach),
                "files": "the files given"}.get(reach["mode"], reach["mode"])
         out.append(f"Training path: {how}")
     be = report.extra.get("breakeven")
