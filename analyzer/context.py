@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
+from .sources.codefacts import MAIN
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
 # Categories that are not device concerns when the code runs on the host.
@@ -73,6 +74,14 @@ class Context:
     notes: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
+    parents: dict[str, str] = field(default_factory=dict)  # node -> the node it was first reached from
+
+    def path_to(self, node: str, limit: int = 12) -> list[str]:
+        """How the training entry reaches a node: entry first."""
+        out = [node]
+        while out[-1] in self.parents and len(out) < limit:
+            out.append(self.parents[out[-1]])
+        return [n.replace("::", ":") if not n.endswith("::") else n[:-2] for n in reversed(out)]
 
 
 # ------------------------------------------------------------------------------------------ defaults
@@ -367,11 +376,15 @@ class Graph:
         return out
 
     def _in_file(self, rel: str, parts: list[str]) -> list[str]:
+        """The definition a dotted name in a file names: `Class.method`, `func`; an inherited attribute
+        of a class names the class. An attribute of a function (`op.register_fake`) calls nothing."""
         defs = self.code.get(rel, {}).get("defs", {})
-        for i in range(len(parts), 0, -1):
-            name = ".".join(parts[:i])
-            if name in defs:
-                return [f"{rel}::{name}"]
+        name = ".".join(parts)
+        if name in defs:
+            return [f"{rel}::{name}"]
+        owner = ".".join(parts[:-1])
+        if len(parts) > 1 and defs.get(owner, [None, None, None])[2] == "c":
+            return [f"{rel}::{owner}"]  # `Fn.apply`, `Model.from_pretrained`: inherited, they use the class
         return []
 
     # ------------------------------------------------------------------ edges
@@ -475,20 +488,23 @@ class Graph:
         return rel, {}
 
 
-def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[str, Gate]]:
+def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
     """The best label of every node reachable from the entries: a label never improves along a
     path (step < host < evaluation < opt-in), and a node keeps the best path's label."""
     label: dict[str, int] = {}
     gates: dict[str, Gate] = {}
+    parent: dict[str, str] = {}  # node -> the node it was reached from (for `reached_via`)
     name_label: dict[str, int] = {}
     name_gate: dict[str, Gate | None] = {}
     heap: list[tuple[int, str]] = []
     counter = 0
 
-    def relax(node: str, lab: int, gate: Gate | None) -> None:
+    def relax(node: str, lab: int, gate: Gate | None, via: str = "") -> None:
         nonlocal counter
         if lab < label.get(node, UNREACHED):
             label[node] = lab
+            if via:
+                parent[node] = via
             if gate is not None:
                 gates[node] = gate
             else:
@@ -514,11 +530,11 @@ def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[st
                         cl = label.get(cls_node, UNREACHED)
                         if cl < UNREACHED:
                             m = f"{rel}::{meth}"
-                            relax(m, max(new, cl, graph.target_label(m)), name_gate[name] or gates.get(cls_node))
+                            relax(m, max(new, cl, graph.target_label(m)), name_gate[name] or gates.get(cls_node), node)
                 continue
             new = max(lab, edge_label, graph.target_label(target))
             g = here_gate if here_gate is not None else gate  # the outermost switch names the feature
-            relax(target, new, g)
+            relax(target, new, g, node)
         d = graph.def_of(node)
         if d is not None and d[2] == "c":  # a reached class: its methods already called by name
             rel, _, scope = node.partition("::")
@@ -526,17 +542,17 @@ def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[st
                 nl = name_label.get(meth.rsplit(".", 1)[-1], UNREACHED)
                 if nl < UNREACHED:
                     m = f"{rel}::{meth}"
-                    relax(m, max(nl, lab, graph.target_label(m)), name_gate.get(meth.rsplit(".", 1)[-1]) or here_gate)
+                    relax(m, max(nl, lab, graph.target_label(m)), name_gate.get(meth.rsplit(".", 1)[-1]) or here_gate, node)
         counter += 1
-    return label, gates
+    return label, gates, parent
 
 
 def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = None) -> str | None:
     """The first function that trains (calls backward, steps an optimizer, runs a Trainer) that a
     file's own code (or `start`) reaches by unconditional calls; None when none does."""
-    start = start or f"{rel}::"
-    seen = {start}
-    todo = [start]
+    starts = [start] if start else [f"{rel}::", f"{rel}::{MAIN}"]
+    seen = set(starts)
+    todo = list(starts)
     names: set[str] = set()
     classes: set[str] = set()
     while todo and len(seen) < limit:
@@ -643,8 +659,9 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
     if launches:
         defaults.launch_options(launches)
     if reach.mode == "entries" and entries:
-        nodes = [f"{e}::" for e in entries] + [f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
-        ctx.labels, ctx.gates = propagate(graph, nodes)
+        nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries] + [
+            f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
+        ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)
         ctx.function_level = True
     for f in findings:
         if f.on_path is False:
@@ -680,16 +697,21 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         if kernel and f"{scope}.{kernel}".lstrip(".") in code.get("defs", {}):
             scope = f"{scope}.{kernel}".lstrip(".")  # a kernel's decorator runs at its definition; its body when launched
         packaging = f.path.rsplit("/", 1)[-1] in PACKAGING_FILES  # run by pip, not imported by the trainer
+        span = code.get("main_span") or []
+        in_main = not scope and span and span[0] <= f.line <= span[1]
         if ctx.function_level and code and not packaging:
-            node = node_of(code, f.path, scope)
+            node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
             if node is not None:
                 label = ctx.labels.get(node, UNREACHED)
                 if label == UNREACHED:
                     context = "off-path"
-                    what = f"`{scope}`" if scope else "this module's code"
+                    what = f"`{scope}`" if scope else ("its `__main__` block (imported, never run as a script)"
+                                                       if in_main else "this module's code")
                     reason = f"no call from the training entry reaches {what}"
                 elif label == OPTIN:
                     gate = ctx.gates.get(node)
+                if label != UNREACHED and node in ctx.parents:
+                    f.details["reached_via"] = " > ".join(ctx.path_to(node))
         if context != "off-path":
             local = line_gate(code, f.line, f.path, defaults) if code else None
             markers = markers_of(code, scope) if code else set()

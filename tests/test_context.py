@@ -260,3 +260,22 @@ def test_the_launch_command_of_the_entry_sets_the_default_configuration(tmp_path
     assert contexts(report)[("train.py", 8)] == "step"  # the README's command turns --flash on
     (root / "README.md").write_text("# Train\n\n```bash\npython train.py\n```\n", encoding="utf-8")
     assert contexts(scan(root))[("train.py", 8)] == "opt-in"
+
+
+def test_the_main_block_of_an_imported_module_never_runs(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": "import torch\nimport helpers\nhelpers.setup()\ntorch.optim.SGD([]).step()\n",
+        "helpers.py": """\
+            import torch
+            def setup():
+                return torch.zeros(1).cuda()
+            def benchmark():
+                torch.cuda.synchronize()
+            if __name__ == "__main__":
+                benchmark()
+                torch.zeros(1).cuda()
+        """,
+    })
+    c = contexts(scan(root))
+    assert c[("helpers.py", 3)] == "step"
+    assert c[("helpers.py", 5)] == "off-path" and c[("helpers.py", 8)] == "off-path"

@@ -64,6 +64,7 @@ NEURON_MODULES = ("torch_neuronx", "torch_xla", "neuronx_distributed", "neuronxc
                   "optimum.neuron", "neuronx_distributed_training")
 _NEURON_DEVICE = re.compile(r"""["'](neuron|xla)(:\d+)?["']""")
 _ENV = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
+MAIN = "<main>"  # the scope of a module's `if __name__ == "__main__":` block
 _MAX_REFS = 400  # per scope: a generated table of thousands of names is not a call graph
 
 
@@ -114,6 +115,7 @@ class _Facts:
         self.host_values: set[str] = set()
         self.neuron = False
         self.main_guard = 0
+        self.main_span: list[int] = []
         self.top_trains = False
         self.params: dict[str, dict[str, object]] = {}  # scope -> flag-like parameter defaults
 
@@ -247,6 +249,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
         "options": fx.options,
         "bindings": fx.bindings,
         "main_guard": fx.main_guard,
+        "main_span": fx.main_span,
         "top_trains": fx.top_trains,
     }
     for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags),
@@ -488,8 +491,14 @@ class _Walk:
         self.expr(test)
         if type(test) is ast.Compare and _chain(test.left) == ["__name__"] and _literal(test.comparators[0]) == "__main__":
             if not self.scope:
+                # Runs only when the file is the program (an entry), not when it is imported: its own scope.
                 fx.main_guard = node.lineno
-            self.body(node.body)
+                fx.main_span = [node.lineno, max(getattr(s, "end_lineno", s.lineno) for s in node.body)]
+                self.scope = MAIN
+                self.body(node.body)
+                self.scope = ""
+            else:
+                self.body(node.body)
             self.body(node.orelse)
             return
         c = fx.cond(test, self.params)
