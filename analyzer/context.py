@@ -54,6 +54,8 @@ EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|inference|infer|export|p
 # Options whose switch selects evaluation rather than a feature.
 EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate)(_|$)")
 UNKNOWN = object()
+# Methods whose call, matched by name on any reached class, is evidence that a script trains.
+TRAINING_METHOD = re.compile(r"(?i)train|^fit$|finetune|^run$|^main$|^launch$")
 PACKAGING_FILES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py"})
 _IMPLICIT = ("__init__", "__post_init__", "__call__", "__new__", "__enter__", "__exit__")
 
@@ -71,6 +73,7 @@ class Context:
 
     function_level: bool = False
     neuron_entries: bool = False  # every training entry already targets Neuron or XLA
+    compiled: bool = False  # the training path calls torch.compile outside any switch that is off
     notes: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
@@ -547,6 +550,15 @@ def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[st
     return label, gates, parent
 
 
+def _calls_compile(graph: Graph, node: str) -> bool:
+    rel, _, scope = node.partition("::")
+    code = graph.code.get(rel, {})
+    for ref, region in code.get("refs", {}).get(scope, ()):
+        if ref in ("q:torch.compile", "q:torch._dynamo.optimize") and region_gate(code, region, rel, graph.defaults) is None:
+            return True
+    return False
+
+
 def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = None) -> str | None:
     """The first function that trains (calls backward, steps an optimizer, runs a Trainer) that a
     file's own code (or `start`) reaches by unconditional calls; None when none does."""
@@ -572,8 +584,8 @@ def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = 
                 continue
             if target.startswith("a:"):
                 name = target[2:]
-                if name in names:
-                    continue
+                if name in names or not TRAINING_METHOD.search(name):
+                    continue  # by name, only a training method counts as evidence (`.step` may be a beam search)
                 names.add(name)
                 for r, meth in graph.methods.get(name, ()):
                     m = f"{r}::{meth}"
@@ -663,6 +675,7 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
             f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)
         ctx.function_level = True
+        ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
     for f in findings:
         if f.on_path is False:
             # An evaluation or export tool nothing imports is still the evaluation path (not tests or docs).

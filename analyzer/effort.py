@@ -49,6 +49,10 @@ VENDORED_SWAP = Range(1.0, 3.0, 8.0)  # replace a vendored library (the catalog'
 # A CUDA training program with no PyTorch at all: write its model and loop in PyTorch and check it trains
 # to the same loss, before any of its kernels (on the learning curve) are worth an NKI port.
 PROGRAM_REWRITE = Range(10.0, 20.0, 50.0)
+# Neuron 2.33, native target, eager mode: an op with no Neuron lowering falls back to the CPU (a
+# device-to-host round trip each step), not a crash. Measure it; replace it only where it shows in a
+# profile. Under torch.compile(backend="neuron") fallback is off, so the op fails the compile: full cost.
+CPU_FALLBACK = Range(0.1, 0.5, 2.0)
 SWAP_LIMIT = 5.0  # gpu-library rules with likely <= this are swaps, above it rewrites (catalog convention)
 SETUP_SHARE = 0.25  # a dynamic shape or unsupported op in code that runs once can run on the CPU
 # Kernels: a forward and its backward, dtype variants and near-copies are one op; the second and later
@@ -192,7 +196,9 @@ class _Draft:
 
 class _Planner:
     def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None", keep: bool = False,
-                 references: frozenset[str] = frozenset()) -> None:
+                 references: frozenset[str] = frozenset(), target: str = "", compiled: bool = True) -> None:
+        self.target = target
+        self.compiled = compiled
         self.keep = keep  # costing a feature the user keeps: its libraries are ported, never switched off
         self.references = references
         self.units: dict[str, tuple[str, float]] = {}  # task id -> (unit rule id, kernel units) on the curve
@@ -205,6 +211,14 @@ class _Planner:
     def rule(self, f: Finding) -> Rule | None:
         return self.catalog.get(f.rule)
 
+    def base(self, rule: Rule) -> Range:
+        """A rule's catalog numbers; an unsupported op on the native target in eager mode is a CPU
+        fallback to check, not a rewrite (unless the training step is compiled)."""
+        r = _base(rule)
+        if rule.category == "unsupported-op" and self.target == "native" and not self.compiled:
+            return _cap(r, CPU_FALLBACK)
+        return r
+
     def draft(self, tid: str, title: str, category: str, kind: str, **details) -> _Draft:
         d = self.drafts.get(tid)
         if d is None:
@@ -213,7 +227,7 @@ class _Planner:
 
     def rule_cost(self, rule: Rule, fs: list[Finding], rate: float = RATE_SITES) -> Range:
         """A rule's catalog numbers grown with its sites (per occurrence) or files (per task)."""
-        return _scale(_base(rule), size(rule, fs, rate))
+        return _scale(self.base(rule), size(rule, fs, rate))
 
     def by_rule(self, idx: list[int]) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = {}
@@ -523,7 +537,7 @@ class _Planner:
             total_size = sum(sizes[rule.id].values())
             step = growth(experience + total_size, RATE_SITES) - growth(experience, RATE_SITES)
             experience += total_size
-            part = _scale(_base(rule), step)
+            part = _scale(self.base(rule), step)
             self.shared.append((f"family:{rule.category}", part))
             for tid, s in sizes[rule.id].items():
                 by_id[tid].cost = _add(by_id[tid].cost, _scale(part, s / total_size if total_size else 0.0))
@@ -580,10 +594,11 @@ def op_name(f: Finding) -> str:
 
 
 def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None,
-             keep: bool = False, references: frozenset[str] = frozenset()) -> tuple[list[Task], Estimate]:
+             keep: bool = False, references: frozenset[str] = frozenset(), target: str = "",
+             compiled: bool = True) -> tuple[list[Task], Estimate]:
     """Tasks and the estimate for the findings on the training path (indices refer to `findings`).
     `keep`: an opt-in feature costed as kept on Trainium (a library it uses is ported, not gated)."""
-    planner = _Planner(findings, catalog, reach, keep, references)
+    planner = _Planner(findings, catalog, reach, keep, references, target, compiled)
     planner.group()
     planner.cost()
     tasks = planner.tasks()

@@ -32,7 +32,8 @@ _CONTEXT_REASON = {
 }
 
 
-def _parts(off_path: list[Finding], catalog: Catalog, reach, references) -> tuple[list[Part], Part | None]:
+def _parts(off_path: list[Finding], catalog: Catalog, reach, references, target: str,
+           compiled: bool) -> tuple[list[Part], Part | None]:
     """The opt-in features and the evaluation path, each costed on its own."""
     features: dict[str, list[int]] = {}
     gates: dict[str, str] = {}
@@ -48,7 +49,8 @@ def _parts(off_path: list[Finding], catalog: Catalog, reach, references) -> tupl
     def part(name: str, gate: str, idx: list[int]) -> Part:
         # Kernels for another accelerator are not a Trainium port: listed, never costed.
         chosen = [] if gate.startswith("only on ") else [off_path[i] for i in idx]
-        tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation", references=references)
+        tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation", references=references,
+                              target=target, compiled=compiled)
         for t in tasks:  # task findings index the part's own list; report them as off_path indices
             t.findings = [idx[j] for j in t.findings]
         return Part(name, gate, idx, tasks, est)
@@ -88,7 +90,8 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
             off_path.append(f)
     references = reference_stems(name.rsplit(".", 1)[-1] for i in infos
                                  for name in ((i.facts.get("code") or {}).get("defs") or {}))
-    tasks, est = estimate(on_path, catalog, reach, references=references)
+    compiled = ctx.compiled if ctx.function_level else True  # unknown without an entry: assume compiled
+    tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled)
     report = Report(
         tool_version=__version__,
         target=settings.target,
@@ -101,12 +104,13 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         off_path=off_path,
         suppressed=sum(r.suppressed for r in results),
     )
-    report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references)
+    report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references, settings.target, compiled)
     if include:
         report.extra["included_opt_in"] = sorted(included)
     report.extra["reach"] = reach.to_dict()
     if ctx.function_level:
         report.extra["reach"]["function_level"] = True
+        report.extra["reach"]["compiled"] = ctx.compiled
     if breakeven.configured(settings.workload):
         # the effort as the JSON reports it, so `breakeven --report` on this report gives the same numbers
         try:

@@ -223,7 +223,8 @@ def _is_trains_call(node: ast.Call) -> bool:
     f = node.func
     if type(f) is ast.Attribute:
         if f.attr == "backward":
-            return True
+            recv = _chain(f.value)  # `torch.autograd.backward(...)` in an autograd Function is not a loop
+            return not (recv and recv[-1] in ("autograd", "ctx")) and not (type(f.value) is ast.Name and f.value.id == "super")
         if f.attr == "step":
             recv = _chain(f.value)
             return bool(recv) and bool(re.search(r"(?i)optim|opt$|scaler", recv[-1]))
