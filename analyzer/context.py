@@ -56,6 +56,7 @@ EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validatio
 UNKNOWN = object()
 # Methods whose call, matched by name on any reached class, is evidence that a script trains.
 TRAINING_METHOD = re.compile(r"(?i)train|^fit$|finetune|^run$|^main$|^launch$")
+FALLBACK_CATEGORIES = frozenset({"custom-cuda", "triton", "gpu-library", "device"})
 PACKAGING_FILES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py"})
 _IMPLICIT = ("__init__", "__post_init__", "__call__", "__new__", "__enter__", "__exit__")
 
@@ -74,6 +75,9 @@ class Context:
     function_level: bool = False
     neuron_entries: bool = False  # every training entry already targets Neuron or XLA
     compiled: bool = False  # the training path calls torch.compile outside any switch that is off
+    library: bool = False  # labels from a library's surface (no entry): unreached keeps the module answer
+    starts: list[str] = field(default_factory=list)
+    fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     notes: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
@@ -286,7 +290,7 @@ def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | 
     regions = code.get("regions", ())
     seen = 0
     while 0 <= index < len(regions) and seen < 50:
-        start, end, cond, branch, parent, text = regions[index]
+        start, end, cond, branch, parent, text = regions[index][:6]
         v = defaults.evaluate(cond, rel)
         if v is not UNKNOWN:
             taken = bool(v) if branch == "body" else not bool(v)
@@ -301,6 +305,18 @@ def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | 
         index = parent
         seen += 1
     return None
+
+
+def in_fallback(code: dict, index: int) -> bool:
+    """Whether a region (or one around it) is the GPU branch of a check with a PyTorch path beside it."""
+    regions = code.get("regions", ())
+    seen = 0
+    while 0 <= index < len(regions) and seen < 50:
+        if len(regions[index]) > 6 and regions[index][6]:
+            return True
+        index = regions[index][4]
+        seen += 1
+    return False
 
 
 def _has_train(cond: list) -> bool:
@@ -426,34 +442,38 @@ class Graph:
         for ref, region in code.get("refs", {}).get(scope, ()):
             g = gate_of(region)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
+            fb = region >= 0 and in_fallback(code, region)
             if ref.startswith(("a:", "s:")):
-                yield "a:" + ref[2:], label, g
+                yield "a:" + ref[2:], label, g, fb
             else:
                 for target in self.resolve(rel, ref):
-                    yield target, label, g
+                    yield target, label, g, fb
         for mod, region in code.get("imports", {}).get(scope, ()):
             g = gate_of(region)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
+            fb = region >= 0 and in_fallback(code, region)
             for target in self.import_targets(rel, mod):
-                yield target, label, g
+                yield target, label, g, fb
         for table, key, region in code.get("lookups", {}).get(scope, ()):
             g = gate_of(region)
             base = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
-            yield from self.lookup_edges(rel, table, key, base, g)
+            fb = region >= 0 and in_fallback(code, region)
+            for target, label, gg in self.lookup_edges(rel, table, key, base, g):
+                yield target, label, gg, fb
         d = code.get("defs", {}).get(scope) if scope else None
         if d is not None and d[2] == "c":
             for meth in self.class_methods.get((rel, scope), ()):
                 m = meth.rsplit(".", 1)[-1]
                 if m in _IMPLICIT or ("hook" in code["defs"][meth][3] and d[5]):
-                    yield f"{rel}::{meth}", STEP, None
+                    yield f"{rel}::{meth}", STEP, None, False
             for base in d[4]:
                 if base.startswith(("q:", "l:")):
                     for target in self.resolve(rel, base):
-                        yield target, STEP, None
+                        yield target, STEP, None, False
         if not scope:  # importing a module registers what its decorators register
             for name, dd in code.get("defs", {}).items():
                 if "registered" in dd[3]:
-                    yield f"{rel}::{name}", STEP, None
+                    yield f"{rel}::{name}", STEP, None, False
 
     def import_targets(self, rel: str, module: str) -> list[str]:
         from .reach import _module_prefixes, _resolve
@@ -491,7 +511,8 @@ class Graph:
         return rel, {}
 
 
-def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
+def propagate(graph: Graph, entries: list[str],
+              skip_fallback: bool = False) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
     """The best label of every node reachable from the entries: a label never improves along a
     path (step < host < evaluation < opt-in), and a node keeps the best path's label."""
     label: dict[str, int] = {}
@@ -521,7 +542,9 @@ def propagate(graph: Graph, entries: list[str]) -> tuple[dict[str, int], dict[st
         if lab != label.get(node):
             continue
         here_gate = gates.get(node)
-        for target, edge_label, gate in graph.edges(node):
+        for target, edge_label, gate, fb in graph.edges(node):
+            if fb and skip_fallback:
+                continue  # the GPU branch of a check with a PyTorch path: what only it reaches is a fallback
             if target.startswith("a:"):
                 name = target[2:]
                 new = max(lab, edge_label)
@@ -559,6 +582,39 @@ def _calls_compile(graph: Graph, node: str) -> bool:
     return False
 
 
+def _starts(ctx: Context) -> list[str]:
+    return ctx.starts
+
+
+def library_roots(graph: Graph, rels: list[str]) -> list[str]:
+    """Module nodes, and every function and class of these files that nothing in the project names
+    (by resolved reference, attribute or string name, table entry or base class): a library's surface."""
+    referenced: set[str] = set()
+    names: set[str] = set()
+    for rel in rels:
+        code = graph.code.get(rel, {})
+        for scope, refs in code.get("refs", {}).items():
+            for ref, _region in refs:
+                if ref.startswith(("a:", "s:")):
+                    names.add(ref[2:])
+                else:
+                    referenced.update(graph.resolve(rel, ref))
+        for table in code.get("registries", {}).values():
+            for refs in table.values():
+                for ref in refs:
+                    referenced.update(graph.resolve(rel, ref))
+    roots = [f"{rel}::" for rel in rels]
+    for rel in rels:
+        for name, d in graph.code.get(rel, {}).get("defs", {}).items():
+            node = f"{rel}::{name}"
+            if node in referenced or (d[2] == "m" and name.rsplit(".", 1)[-1] in names):
+                continue
+            if "." in name and d[2] != "m" and name.rsplit(".", 1)[0] in graph.code[rel]["defs"]:
+                continue  # a nested function or class runs with its parent
+            roots.append(node)
+    return roots
+
+
 def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = None) -> str | None:
     """The first function that trains (calls backward, steps an optimizer, runs a Trainer) that a
     file's own code (or `start`) reaches by unconditional calls; None when none does."""
@@ -579,7 +635,7 @@ def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = 
                 if meth.rsplit(".", 1)[-1] in names and f"{r}::{meth}" not in seen:
                     seen.add(f"{r}::{meth}")
                     todo.append(f"{r}::{meth}")
-        for target, label, _gate in graph.edges(node):
+        for target, label, _gate, _fb in graph.edges(node):
             if label != STEP:
                 continue
             if target.startswith("a:"):
@@ -675,6 +731,17 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
             f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)
         ctx.function_level = True
+        ctx.starts = nodes
+    elif reach.mode == "library":
+        # No entry: the library's surface is every module and every function or class nothing in it
+        # calls; labels then still say what only a switch, an evaluation or a fallback reaches.
+        on = [r for r in graph.code if not reach.reasons.get(r)]
+        ctx.starts = library_roots(graph, on)
+        ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
+        ctx.library = True
+    if ctx.labels:
+        solid = propagate(graph, list(_starts(ctx)), skip_fallback=True)[0] if ctx.labels else {}
+        ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
     for f in findings:
         if f.on_path is False:
@@ -712,11 +779,13 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         packaging = f.path.rsplit("/", 1)[-1] in PACKAGING_FILES  # run by pip, not imported by the trainer
         span = code.get("main_span") or []
         in_main = not scope and span and span[0] <= f.line <= span[1]
-        if ctx.function_level and code and not packaging:
+        if (ctx.function_level or ctx.library) and code and not packaging:
             node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
             if node is not None:
                 label = ctx.labels.get(node, UNREACHED)
-                if label == UNREACHED:
+                if label == UNREACHED and ctx.library:
+                    label = STEP  # a library's code nothing calls is its surface: the module-level answer
+                elif label == UNREACHED:
                     context = "off-path"
                     what = f"`{scope}`" if scope else ("its `__main__` block (imported, never run as a script)"
                                                        if in_main else "this module's code")
@@ -725,6 +794,9 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                     gate = ctx.gates.get(node)
                 if label != UNREACHED and node in ctx.parents:
                     f.details["reached_via"] = " > ".join(ctx.path_to(node))
+                if label == STEP and node in ctx.fallback_only and not f.fallback and f.category in FALLBACK_CATEGORIES:
+                    f.fallback = True  # reached only through the GPU branch of a check with a PyTorch path
+                    f.details["fallback_at_caller"] = True
         if context != "off-path":
             local = line_gate(code, f.line, f.path, defaults) if code else None
             markers = markers_of(code, scope) if code else set()

@@ -503,23 +503,43 @@ class _Walk:
             self.body(node.orelse)
             return
         c = fx.cond(test, self.params)
-        if c == ["?"] or not _has_config(c):
+        config = c != ["?"] and _has_config(c)
+        # `if use_triton: kernel(x) else: torch_path(x)`: what the kernel branch calls has a PyTorch path
+        # beside it (a fallback, followed across calls by context.py), switch or not.
+        kernel_branch = self.capability_guard(node)
+        if not config and kernel_branch is None:
             self.body(node.body)
             self.body(node.orelse)
             return
+        if not config:
+            c = ["cap"]  # an unknown condition: never a gate, only the fallback mark
         text = _text(test)
         parent = self.region
         body_end = max((getattr(s, "end_lineno", s.lineno) for s in node.body), default=node.lineno)
-        fx.regions.append([node.lineno, body_end, c, "body", parent, text])
+        fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body"])
         self.region = len(fx.regions) - 1
         self.body(node.body)
+        self.region = parent
         if node.orelse:
             start = node.orelse[0].lineno
             end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
-            fx.regions.append([start, end, c, "else", parent, text])
+            fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else"])
             self.region = len(fx.regions) - 1
             self.body(node.orelse)
         self.region = parent
+
+    def capability_guard(self, node: ast.If) -> str | None:
+        """"body" or "else": the branch of a capability check (`if HAS_TRITON`, `if x.is_cuda`,
+        `if not use_kernel`) that runs a GPU path while the other branch is a working alternative (it
+        neither raises nor exits); None when the test is no capability check or has no alternative."""
+        test = node.test
+        negated = type(test) is ast.UnaryOp and type(test.op) is ast.Not
+        names = [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
+        if not any(_CAPABILITY.search(n) for n in names):
+            return None
+        if not node.orelse or _gives_up(node.orelse) or _gives_up(node.body):
+            return None
+        return "else" if negated else "body"
 
     # ------------------------------------------------------------------ expressions
 
@@ -655,6 +675,24 @@ def _add_ref(refs: dict[str, int], ref: str, region: int) -> None:
 def _table_name(name: str) -> bool:
     """`ATTENTION_FUNCTIONS`, `MODEL_REGISTRY`: a module-level table by its conventional spelling."""
     return name.isupper() and len(name) > 2
+
+
+# python.py's capability test: an optional fast path (the scanner's fallback detection, followed across calls here).
+_CAPABILITY = re.compile(
+    r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
+    r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
+)
+
+
+def _gives_up(stmts: list[ast.stmt]) -> bool:
+    for st in stmts:
+        if type(st) in (ast.Raise, ast.Assert):
+            return True
+        if type(st) is ast.Expr and type(st.value) is ast.Call:
+            parts = _chain(st.value.func)
+            if parts and parts[-1] in ("exit", "_exit", "quit"):
+                return True
+    return False
 
 
 _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|supported|^_*(triton|cuda|flash)")
