@@ -78,6 +78,7 @@ class Context:
     library: bool = False  # labels from a library's surface (no entry): unreached keeps the module answer
     starts: list[str] = field(default_factory=list)
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
+    auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
     notes: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
@@ -307,16 +308,18 @@ def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | 
     return None
 
 
-def in_fallback(code: dict, index: int) -> bool:
-    """Whether a region (or one around it) is the GPU branch of a check with a PyTorch path beside it."""
+def in_fallback(code: dict, index: int) -> str | None:
+    """Whether a region (or one around it) is the GPU branch of a check with a PyTorch path beside it:
+    "auto" for a capability check (false on Trainium by itself: `HAS_TRITON`, `x.is_cuda`), "switch"
+    for a setting that is on by default (`use_triton_kernel=True`: someone must turn it off)."""
     regions = code.get("regions", ())
     seen = 0
     while 0 <= index < len(regions) and seen < 50:
         if len(regions[index]) > 6 and regions[index][6]:
-            return True
+            return "auto" if regions[index][2] == ["cap"] else "switch"
         index = regions[index][4]
         seen += 1
-    return False
+    return None
 
 
 def _has_train(cond: list) -> bool:
@@ -442,7 +445,7 @@ class Graph:
         for ref, region in code.get("refs", {}).get(scope, ()):
             g = gate_of(region)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
-            fb = region >= 0 and in_fallback(code, region)
+            fb = in_fallback(code, region) if region >= 0 else None
             if ref.startswith(("a:", "s:")):
                 yield "a:" + ref[2:], label, g, fb
             else:
@@ -451,13 +454,13 @@ class Graph:
         for mod, region in code.get("imports", {}).get(scope, ()):
             g = gate_of(region)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
-            fb = region >= 0 and in_fallback(code, region)
+            fb = in_fallback(code, region) if region >= 0 else None
             for target in self.import_targets(rel, mod):
                 yield target, label, g, fb
         for table, key, region in code.get("lookups", {}).get(scope, ()):
             g = gate_of(region)
             base = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
-            fb = region >= 0 and in_fallback(code, region)
+            fb = in_fallback(code, region) if region >= 0 else None
             for target, label, gg in self.lookup_edges(rel, table, key, base, g):
                 yield target, label, gg, fb
         d = code.get("defs", {}).get(scope) if scope else None
@@ -465,15 +468,15 @@ class Graph:
             for meth in self.class_methods.get((rel, scope), ()):
                 m = meth.rsplit(".", 1)[-1]
                 if m in _IMPLICIT or ("hook" in code["defs"][meth][3] and d[5]):
-                    yield f"{rel}::{meth}", STEP, None, False
+                    yield f"{rel}::{meth}", STEP, None, None
             for base in d[4]:
                 if base.startswith(("q:", "l:")):
                     for target in self.resolve(rel, base):
-                        yield target, STEP, None, False
+                        yield target, STEP, None, None
         if not scope:  # importing a module registers what its decorators register
             for name, dd in code.get("defs", {}).items():
                 if "registered" in dd[3]:
-                    yield f"{rel}::{name}", STEP, None, False
+                    yield f"{rel}::{name}", STEP, None, None
 
     def import_targets(self, rel: str, module: str) -> list[str]:
         from .reach import _module_prefixes, _resolve
@@ -512,7 +515,7 @@ class Graph:
 
 
 def propagate(graph: Graph, entries: list[str],
-              skip_fallback: bool = False) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
+              skip_fallback: str | None = None) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
     """The best label of every node reachable from the entries: a label never improves along a
     path (step < host < evaluation < opt-in), and a node keeps the best path's label."""
     label: dict[str, int] = {}
@@ -543,7 +546,7 @@ def propagate(graph: Graph, entries: list[str],
             continue
         here_gate = gates.get(node)
         for target, edge_label, gate, fb in graph.edges(node):
-            if fb and skip_fallback:
+            if fb and skip_fallback and (skip_fallback == "any" or fb == skip_fallback):
                 continue  # the GPU branch of a check with a PyTorch path: what only it reaches is a fallback
             if target.startswith("a:"):
                 name = target[2:]
@@ -740,8 +743,12 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
     if ctx.labels:
-        solid = propagate(graph, list(_starts(ctx)), skip_fallback=True)[0] if ctx.labels else {}
+        solid = propagate(graph, list(_starts(ctx)), skip_fallback="any")[0]
         ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
+        # of those, reached past a capability check alone: Trainium takes the PyTorch path by itself
+        auto = propagate(graph, list(_starts(ctx)), skip_fallback="switch")[0]
+        ctx.auto_fallback = {n for n in ctx.fallback_only if auto.get(n, UNREACHED) == STEP}
+        ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
     for f in findings:
         if f.on_path is False:
@@ -795,8 +802,11 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                 if label != UNREACHED and node in ctx.parents:
                     f.details["reached_via"] = " > ".join(ctx.path_to(node))
                 if label == STEP and node in ctx.fallback_only and not f.fallback and f.category in FALLBACK_CATEGORIES:
-                    f.fallback = True  # reached only through the GPU branch of a check with a PyTorch path
-                    f.details["fallback_at_caller"] = True
+                    if node in ctx.auto_fallback:
+                        f.fallback = True  # a capability check picks the PyTorch path on Trainium by itself
+                        f.details["fallback_at_caller"] = True
+                    else:
+                        f.details["pytorch_path"] = True  # a setting picks the GPU path: switch, validate, optimise
         if context != "off-path":
             local = line_gate(code, f.line, f.path, defaults) if code else None
             markers = markers_of(code, scope) if code else set()

@@ -257,6 +257,13 @@ class _Planner:
                 else:
                     self.draft(f"T-ext-{ident}", f"Port CUDA extension `{ident}`", "custom-cuda",
                                "port-extension", extension=ident).idx.append(i)
+            elif f.rule == TRITON_KERNEL_RULE and f.details.get("kernel") and f.details.get("pytorch_path"):
+                # One switch (the caller's setting) turns a file's kernels off for the PyTorch path beside them.
+                name = str(f.details["kernel"])
+                tid = f"T-switch-{f.path}"
+                triton_kernels[(f.path, name)] = tid
+                self.draft(tid, f"Switch to the PyTorch path beside the Triton kernels of `{f.path}`, validate, then optimise",
+                           "triton", "switch-to-reference", path=f.path).idx.append(i)
             elif f.rule == TRITON_KERNEL_RULE and f.details.get("kernel"):
                 name = str(f.details["kernel"])
                 stem = op_stem(name)
@@ -365,6 +372,8 @@ class _Planner:
                 d.cost = VENDORED_SWAP
             elif d.id.startswith("T-triton-"):
                 d.cost = self.triton_cost(d)
+            elif d.id.startswith("T-switch-"):
+                d.cost = self.switch_cost(d)
             else:
                 parts = [self.rule_cost(self.catalog.get(r), fs) for r, fs in sorted(self.by_rule(d.idx).items())]
                 d.cost = _add(*parts)
@@ -440,6 +449,10 @@ class _Planner:
             parts.append(_scale(_base(host_rule), growth(n, RATE_FILES)))
         for r, fs in sorted(self.by_rule(rest).items()):
             parts.append(self.rule_cost(self.catalog.get(r), fs))
+        kernel_findings = [self.findings[i] for i in d.idx if self.findings[i].rule in CUDA_FILE_RULES]
+        if kernel_findings and all(f.details.get("pytorch_path") for f in kernel_findings):
+            ops = {"<the PyTorch path beside it>": []}  # one switch turns the whole extension off
+            self.references = self.references | set(ops)
         units, referenced = self.op_units(ops)
         if referenced:
             parts.append(_scale(REFERENCE_SWITCH, len(referenced)))
@@ -471,8 +484,16 @@ class _Planner:
                 referenced.append(op)
                 continue
             sizes = sorted(sizes, reverse=True)
-            units += sizes[0] + VARIANT_SHARE * sum(sizes[1:])
+            if sizes:
+                units += sizes[0] + VARIANT_SHARE * sum(sizes[1:])
         return units, referenced
+
+    def switch_cost(self, d: _Draft) -> Range:
+        """Kernels whose callers have a PyTorch path beside them, behind a setting that is on by
+        default: turn it off, validate the PyTorch path, optimise what profiling shows (once)."""
+        kernels = sorted({str(self.findings[i].details.get("kernel")) for i in d.idx if self.findings[i].rule == TRITON_KERNEL_RULE})
+        d.details.update(kernels=kernels, sites=len(d.idx))
+        return REFERENCE_SWITCH
 
     def triton_cost(self, d: _Draft) -> Range:
         """One Triton op (its forward, backward and variants): its autotune configs, launches and
