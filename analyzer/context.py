@@ -375,7 +375,7 @@ class Graph:
             return hit
         out: list[str] = []
         if ref.startswith("l:"):
-            out = self._in_file(rel, ref[2:].split("."))
+            out = self._in_file(rel, ref[2:].split("."), depth)
         elif ref.startswith("q:") and depth < 5:
             parts = ref[2:].split(".")
             for i in range(len(parts), 0, -1):
@@ -387,7 +387,7 @@ class Graph:
                     if not rest:
                         out.append(f"{f}::")
                         continue
-                    found = self._in_file(f, rest)
+                    found = self._in_file(f, rest, depth)
                     if not found:
                         bound = self.code.get(f, {}).get("bindings", {}).get(rest[0])
                         if bound:
@@ -397,7 +397,7 @@ class Graph:
         self._resolved[key] = out
         return out
 
-    def _in_file(self, rel: str, parts: list[str]) -> list[str]:
+    def _in_file(self, rel: str, parts: list[str], depth: int = 0) -> list[str]:
         """The definition a dotted name in a file names: `Class.method`, `func`; an inherited attribute
         of a class names the class. An attribute of a function (`op.register_fake`) calls nothing."""
         defs = self.code.get(rel, {}).get("defs", {})
@@ -407,6 +407,9 @@ class Graph:
         owner = ".".join(parts[:-1])
         if len(parts) > 1 and defs.get(owner, [None, None, None])[2] == "c":
             return [f"{rel}::{owner}"]  # `Fn.apply`, `Model.from_pretrained`: inherited, they use the class
+        alias = self.code.get(rel, {}).get("aliases", {}).get(parts[0])
+        if alias and depth < 4:  # `attn = AttnFunction.apply` at module level
+            return self.resolve(rel, alias, depth + 1)
         return []
 
     # ------------------------------------------------------------------ edges
@@ -612,8 +615,8 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
             node = f"{rel}::{name}"
             if node in referenced or (d[2] == "m" and name.rsplit(".", 1)[-1] in names):
                 continue
-            if "." in name and d[2] != "m" and name.rsplit(".", 1)[0] in graph.code[rel]["defs"]:
-                continue  # a nested function or class runs with its parent
+            if "." in name:
+                continue  # methods run through their class (hooks, names); nested defs with their parent
             roots.append(node)
     return roots
 

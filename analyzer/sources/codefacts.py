@@ -111,6 +111,7 @@ class _Facts:
         self.registries: dict[str, dict[str, list[str]]] = {}
         self.lookups: dict[str, list[list]] = {}
         self.flags: dict[str, list] = {}
+        self.aliases: dict[str, str] = {}
         self.passed: dict[str, list] = {}
         self.host_values: set[str] = set()
         self.neuron = False
@@ -253,7 +254,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
         "main_span": fx.main_span,
         "top_trains": fx.top_trains,
     }
-    for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags),
+    for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
                        ("host_values", sorted(fx.host_values))):
         if value:
@@ -404,7 +405,8 @@ class _Walk:
         out = []
         decos = [(_chain(d.func if type(d) is ast.Call else d) or [""])[-1] for d in node.decorator_list]
         nograd = any(d in ("no_grad", "inference_mode") for d in decos)
-        loops = nograd and any(type(n) in (ast.For, ast.AsyncFor, ast.While) for n in ast.walk(node))
+        # a no-grad loop over a data loader is an evaluation loop; a no-grad kernel wrapper is not
+        loops = nograd and any(type(n) in (ast.For, ast.AsyncFor) and _loader_loop(n.iter) for n in ast.walk(node))
         if EVAL_NAME.match(node.name) or loops:
             out.append("eval")
         owner = self.cls.rsplit(".", 1)[-1] if kind == "m" and self.cls else ""
@@ -477,6 +479,12 @@ class _Walk:
                     table[key] = [ref]
             if table and len(table) >= 2:
                 self.fx.registries[name] = table
+                return True
+        parts = _chain(value)
+        if parts and len(parts) > 1:
+            ref = self.fx.ref_of(parts, None)
+            if ref is not None and not ref.startswith("a:"):
+                self.fx.aliases[name] = ref  # `attn = AttnFunction.apply`: calling `attn` calls that
                 return True
         c = self.fx.cond(value, {})
         if c != ["?"] and c[0] != "flag" and not _CAPABILITY_FLAG.search(name):
@@ -682,6 +690,16 @@ _CAPABILITY = re.compile(
     r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
     r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
 )
+
+
+_LOADER = re.compile(r"(?i)loader|dataset|batches|^data$|val|eval|test")
+
+
+def _loader_loop(it: ast.AST) -> bool:
+    while type(it) is ast.Call:  # enumerate(loader), tqdm(loader)
+        it = it.args[0] if it.args else it.func
+    parts = _chain(it)
+    return bool(parts) and bool(_LOADER.search(parts[-1]))
 
 
 def _gives_up(stmts: list[ast.stmt]) -> bool:
