@@ -90,7 +90,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
             off_path.append(f)
     references = reference_stems(name.rsplit(".", 1)[-1] for i in infos
                                  for name in ((i.facts.get("code") or {}).get("defs") or {}))
-    compiled = ctx.compiled if ctx.labels else True  # unknown without function-level labels: assume compiled
+    # Eager is PyTorch's default; a step is compiled when the training path calls torch.compile (a
+    # library's own compile helpers say nothing about how its users train).
+    compiled = ctx.compiled if ctx.function_level else False
     tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled)
     report = Report(
         tool_version=__version__,
