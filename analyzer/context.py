@@ -679,6 +679,16 @@ def accelerator_of(path: str) -> str | None:
     return None
 
 
+HOST_DIR = re.compile(r"(?i)^(data|datasets?|dataloaders?|loaders?|transforms?|augmentations?|augment|preprocessing|preprocess)$")
+HOST_FILE = re.compile(r"(?i)^(data|dataset|datasets|dataloader|transforms?|augment\w*|collat\w*|preprocess\w*|tokeni[sz]\w*)\.py$")
+
+
+def host_path(path: str) -> bool:
+    """The data pipeline by its place: `data/`, `datasets/`, `transforms/`, `preprocess*.py`, ..."""
+    parts = path.split("/")
+    return any(HOST_DIR.match(p) for p in parts[:-1]) or bool(HOST_FILE.match(parts[-1]))
+
+
 def evaluation_path(path: str) -> bool:
     parts = path.split("/")
     return any(EVAL_PATH.match(p) for p in parts[:-1]) or bool(EVAL_FILE.match(parts[-1]))
@@ -819,7 +829,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                 label, gate = max(label, OPTIN), (gate if label == OPTIN and gate else local)
             if "eval" in markers or evaluation_path(f.path):
                 label = max(label, EVAL)
-            if "host" in markers:
+            if "host" in markers or (label == STEP and host_path(f.path)):
                 label = max(label, HOST)
             if label == HOST and f.category not in HOST_CATEGORIES:
                 label = STEP  # a CUDA call in a Dataset still needs CUDA
