@@ -426,8 +426,7 @@ class _Walk:
         for d in node.decorator_list:
             self.expr(d)
         bases = []
-        for b in node.bases:
-            self.expr(b)
+        for b in node.bases:  # a base named in a class statement is not constructed: an edge when the class is
             parts = _chain(b)
             if parts:
                 bases.append(fx.ref_of(parts, None) or "")
