@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .model import EFFORT_CLASSES, SCHEMA_VERSION, Diagnostic, Estimate, Finding, Range, Report, Task
+from .model import EFFORT_CLASSES, SCHEMA_VERSION, Diagnostic, Estimate, Finding, Part, Range, Report, Task
 
 BASELINE_KIND = "neuron-ready-baseline"
 FINGERPRINT_VERSION = 1
@@ -136,7 +136,8 @@ def apply_baseline(report: Report, known: set[str]) -> Report:
 
 
 _EFFORT_KEYS = {"class", "person_days", "p50", "p80", "drivers"}
-_TOP_LEVEL = {"schema_version", "tool", "target", "root", "summary", "findings", "off_path", "tasks", "diagnostics"}
+_TOP_LEVEL = {"schema_version", "tool", "target", "root", "summary", "findings", "off_path", "tasks", "diagnostics",
+              "opt_in", "evaluation"}
 
 
 def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Report:
@@ -164,7 +165,8 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
         if estimate.effort_class not in EFFORT_CLASSES:
             raise ReportFileError(f"{source}: unknown effort class {estimate.effort_class!r}")
         tasks = [_task_from_dict(t) for t in doc.get("tasks", [])]
-        return Report(
+        evaluation = doc.get("evaluation")
+        report = Report(
             tool_version=str(doc.get("tool", {}).get("version", "")),
             target=str(doc.get("target", "native")),
             root=str(doc.get("root", ".")),
@@ -177,6 +179,9 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
             suppressed=int(summary.get("suppressed", 0)),
             extra={k: v for k, v in doc.items() if k not in _TOP_LEVEL},
         )
+        report.opt_in = [_part_from_dict(p) for p in doc.get("opt_in") or []]
+        report.evaluation = _part_from_dict(evaluation) if isinstance(evaluation, dict) else None
+        return report
     except ReportFileError:
         raise
     except KeyError as e:
@@ -186,6 +191,15 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
 
 
 _TASK_KEYS = {"id", "title", "category", "kind", "person_days", "fallback", "rules", "findings", "remedy"}
+
+
+def _part_from_dict(p: dict[str, Any]) -> Part:
+    pd = p.get("person_days") or {}
+    est = Estimate(effort_class=str(p.get("class", "days")),
+                   person_days=Range(float(pd.get("low", 0)), float(pd.get("likely", 0)), float(pd.get("high", 0))),
+                   p50=float(p.get("p50", 0)), p80=float(p.get("p80", 0)), score=0, drivers=list(p.get("drivers", [])))
+    return Part(str(p["name"]), str(p.get("gate", "")), [int(i) for i in p.get("findings", [])],
+                [_task_from_dict(t) for t in p.get("tasks", [])], est)
 
 
 def _task_from_dict(t: dict[str, Any]) -> Task:

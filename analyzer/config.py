@@ -27,7 +27,7 @@ TOOL = "neuron-ready"
 CONFIG_FILES = ("neuron-ready.toml", ".neuron-ready.toml", "pyproject.toml")
 KEYS = (
     "target", "select", "ignore", "exclude", "per-path-ignores", "extra-catalogs", "max-file-size",
-    "respect-gitignore", "fail-on", "entry", "jobs", "cache", "cache-dir", "workload",
+    "respect-gitignore", "fail-on", "entry", "include-opt-in", "jobs", "cache", "cache-dir", "workload",
 )
 WORKLOAD_KEYS = (
     "gpu-instance", "trainium-instance", "gpu-price", "trainium-price", "gpu-instances", "trainium-instances",
@@ -58,6 +58,7 @@ class Settings:
     respect_gitignore: bool = True
     fail_on: list[str] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)
+    include_opt_in: list[str] = field(default_factory=list)  # opt-in features costed with the must-port part ("all")
     jobs: int = 0  # 0 = all cores
     cache: bool = True
     cache_dir: Path | None = None
@@ -236,6 +237,8 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
             raise raw.error(f"fail-on: {e}", "fail-on") from None
     if "entry" in t:
         settings.entries = _strings(raw, "entry", t["entry"])
+    if "include-opt-in" in t:
+        settings.include_opt_in = _strings(raw, "include-opt-in", t["include-opt-in"])
     if "jobs" in t:
         j = t["jobs"]
         if not isinstance(j, int) or isinstance(j, bool) or j < 0:

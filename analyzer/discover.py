@@ -16,7 +16,9 @@ import pathspec
 
 from .model import Diagnostic
 from .sources import FileJob
+from .sources.configs import is_config_name, worth_reading
 from .sources.deps import dependency_kind
+from .sources.launch import launch_kind
 from .sources.native import native_kind
 
 # Directories that never hold the user's own training code.
@@ -38,7 +40,23 @@ def file_kind(rel: str) -> str | None:
         return nk
     if dependency_kind(rel):
         return "deps"
+    if launch_kind(name):
+        return "launch"  # shell scripts, Makefiles, READMEs, Dockerfiles: the commands that start training
+    if is_config_name(rel):
+        return "config"
     return None
+
+
+def _wanted(path: str, rel: str, kind: str) -> bool:
+    """Config files that are data (too large, or a JSON list) get no job; every other kind is
+    decided by its name alone."""
+    if kind != "config":
+        return True
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return True  # the scan says why it cannot be read
+    return worth_reading(path, rel, size)
 
 
 @dataclass
@@ -156,6 +174,8 @@ def discover(root: Path, excludes: list[str] = (), use_gitignore: bool = True) -
             kind = file_kind(rel)
             if kind is None or ignores.ignored(rel, False):
                 continue
+            if not _wanted(entry.path, rel, kind):
+                continue
             out.jobs.append(FileJob(entry.path, rel, kind))
         stack.extend(reversed(subdirs))
     out.jobs.sort(key=lambda j: j.rel)
@@ -183,6 +203,8 @@ def explicit_files(root: Path, files: list[Path], excludes: list[str] = ()) -> D
             continue
         if not abs_f.exists():
             out.diagnostics.append(Diagnostic(rel, "unreadable", "no such file"))
+            continue
+        if not _wanted(str(abs_f), rel, kind):
             continue
         out.jobs.append(FileJob(str(abs_f), rel, kind))
     out.jobs.sort(key=lambda j: j.rel)

@@ -46,8 +46,28 @@ ATOMICS_FACTOR = 1.25  # atomics need restructuring (no general atomics in NKI)
 BACKWARD_FACTOR = 1.25  # a backward kernel: gradient checks against autograd
 BACKWARD_ADDON = Range(0.5, 2.0, 5.0)  # an extension with backward kernels: register_autograd + grad tests
 VENDORED_SWAP = Range(1.0, 3.0, 8.0)  # replace a vendored library (the catalog's library-swap numbers)
+# A CUDA training program with no PyTorch at all: write its model and loop in PyTorch and check it trains
+# to the same loss, before any of its kernels (on the learning curve) are worth an NKI port.
+PROGRAM_REWRITE = Range(10.0, 20.0, 50.0)
+# Neuron 2.33, native target, eager mode: an op with no Neuron lowering falls back to the CPU (a
+# device-to-host round trip each step), not a crash. Measure it; replace it only where it shows in a
+# profile. Under torch.compile(backend="neuron") fallback is off, so the op fails the compile: full cost.
+CPU_FALLBACK = Range(0.1, 0.5, 2.0)
 SWAP_LIMIT = 5.0  # gpu-library rules with likely <= this are swaps, above it rewrites (catalog convention)
 SETUP_SHARE = 0.25  # a dynamic shape or unsupported op in code that runs once can run on the CPU
+# Kernels: a forward and its backward, dtype variants and near-copies are one op; the second and later
+# kernels of one op add VARIANT_SHARE of their size. Across ops, a team's kernel work follows Wright's
+# learning curve: each doubling of the kernels done makes the next one cost LEARNING (80 %) as much.
+VARIANT_SHARE = 0.35
+LEARNING = 0.8
+# An op with a PyTorch reference in the repository: switch to it, validate numerics, then optimise.
+REFERENCE_SWITCH = Range(0.5, 2.0, 6.0)
+_OP_NOISE = frozenset({
+    "kernel", "kernels", "fwd", "bwd", "forward", "backward", "grad", "grads", "triton", "cuda", "cu", "impl",
+    "fn", "func", "op", "ops", "launcher", "launch", "fp16", "bf16", "fp32", "fp8", "f16", "f32", "half", "float",
+    "int8", "1pass", "2pass", "v1", "v2", "v3", "tiled", "fused", "dx", "dw", "db", "dq", "dk", "dv", "c", "ext",
+})
+_REFERENCE_MARKS = frozenset({"ref", "reference", "naive", "torch", "pytorch", "baseline", "eager", "python", "slow"})
 # Functions that run once, at construction, initialisation, loading or conversion (not in the step).
 SETUP_SCOPE = re.compile(
     r"^(__init__|__post_init__|__setstate__|post_init|reset_parameters|_?init\w*|\w+_init|_?setup\w*|_?build\w*"
@@ -71,6 +91,37 @@ TRITON_AUTOTUNE_RULE = "NR1802"
 TRITON_LAUNCH_RULE = "NR1803"
 # Rules whose every finding is a kernel of its own (inline CUDA, CuPy/Numba/PyCUDA, jiterator, other DSLs).
 KERNEL_RULES = frozenset({"NR1702", "NR1707", "NR1708", "NR1710", "NR1713", "NR1806"})
+
+
+def op_stem(name: str) -> str:
+    """The op a kernel implements: `_chunk_scan_fwd_kernel` and `chunk_scan_bwd_kernel_fp16` are
+    `chunk_scan`; a name that is all noise stays itself."""
+    tokens = [t for t in re.split(r"[_\W]+", name.lower()) if t]
+    kept = [t for t in tokens if t not in _OP_NOISE and not t.isdigit()]
+    return "_".join(kept) or "_".join(tokens) or name
+
+
+def reference_stems(def_names) -> frozenset[str]:
+    """Ops that have a PyTorch reference in the repository: functions named like `rmsnorm_ref`,
+    `reference_rmsnorm`, `naive_attention`, `selective_scan_torch` (tests included)."""
+    out = set()
+    for name in def_names:
+        tokens = [t for t in re.split(r"[_\W]+", name.lower()) if t]
+        if not any(t in _REFERENCE_MARKS for t in tokens):
+            continue
+        stem = op_stem("_".join(t for t in tokens if t not in _REFERENCE_MARKS))
+        if len(stem) >= 4:
+            out.add(stem)
+    return frozenset(out)
+
+
+def learned(n: float) -> float:
+    """Kernel units of work after n kernels on an 80 % learning curve (Wright's law): the k-th costs
+    k^log2(0.8) of the first. Continuous in n, n itself up to one, rising and concave above."""
+    if n <= 1.0:
+        return max(n, 0.0)
+    b = math.log2(LEARNING) + 1.0
+    return 1.0 + (n ** b - 1.0) / b
 
 
 def effort_class(p50: float) -> str:
@@ -140,10 +191,17 @@ class _Draft:
     cost: Range = field(default_factory=lambda: Range(0.0, 0.0, 0.0))
     details: dict = field(default_factory=dict)
     key: str | None = None  # Monte Carlo variable; None: part of a shared (per-rule) variable
+    share: Range = field(default_factory=lambda: Range(0.0, 0.0, 0.0))  # its part of a shared family variable
 
 
 class _Planner:
-    def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None") -> None:
+    def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None", keep: bool = False,
+                 references: frozenset[str] = frozenset(), target: str = "", compiled: bool = True) -> None:
+        self.target = target
+        self.compiled = compiled
+        self.keep = keep  # costing a feature the user keeps: its libraries are ported, never switched off
+        self.references = references
+        self.units: dict[str, tuple[str, float]] = {}  # task id -> (unit rule id, kernel units) on the curve
         self.findings = findings
         self.catalog = catalog
         self.reach = reach
@@ -153,6 +211,14 @@ class _Planner:
     def rule(self, f: Finding) -> Rule | None:
         return self.catalog.get(f.rule)
 
+    def base(self, rule: Rule) -> Range:
+        """A rule's catalog numbers; an unsupported op on the native target in eager mode is a CPU
+        fallback to check, not a rewrite (unless the training step is compiled)."""
+        r = _base(rule)
+        if rule.category == "unsupported-op" and self.target == "native" and not self.compiled:
+            return _cap(r, CPU_FALLBACK)
+        return r
+
     def draft(self, tid: str, title: str, category: str, kind: str, **details) -> _Draft:
         d = self.drafts.get(tid)
         if d is None:
@@ -161,7 +227,7 @@ class _Planner:
 
     def rule_cost(self, rule: Rule, fs: list[Finding], rate: float = RATE_SITES) -> Range:
         """A rule's catalog numbers grown with its sites (per occurrence) or files (per task)."""
-        return _scale(_base(rule), size(rule, fs, rate))
+        return _scale(self.base(rule), size(rule, fs, rate))
 
     def by_rule(self, idx: list[int]) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = {}
@@ -184,17 +250,33 @@ class _Planner:
                 if kind == "vendored":
                     self.draft(f"T-vendored-{ident}", f"Replace vendored `{ident}` (compiled by the build)",
                                "custom-cuda", "replace-vendored", project=ident).idx.append(i)
+                elif ident.startswith("program:"):
+                    name = ident[len("program:"):].split("@")[0]
+                    self.draft(f"T-program-{ident[len('program:'):]}", f"Rewrite CUDA training program `{name}`",
+                               "custom-cuda", "rewrite-program", extension=ident).idx.append(i)
                 else:
                     self.draft(f"T-ext-{ident}", f"Port CUDA extension `{ident}`", "custom-cuda",
                                "port-extension", extension=ident).idx.append(i)
+            elif f.rule == TRITON_KERNEL_RULE and f.details.get("kernel") and f.details.get("pytorch_path"):
+                # One switch (the caller's setting) turns a file's kernels off for the PyTorch path beside them.
+                name = str(f.details["kernel"])
+                tid = f"T-switch-{f.path}"
+                triton_kernels[(f.path, name)] = tid
+                self.draft(tid, f"Switch to the PyTorch path beside the Triton kernels of `{f.path}`, validate, then optimise",
+                           "triton", "switch-to-reference", path=f.path).idx.append(i)
             elif f.rule == TRITON_KERNEL_RULE and f.details.get("kernel"):
                 name = str(f.details["kernel"])
-                tid = f"T-triton-{f.path}:{name}"
+                stem = op_stem(name)
+                tid = f"T-triton-{stem}"
                 triton_kernels[(f.path, name)] = tid
-                self.draft(tid, f"Rewrite Triton kernel `{name}` ({f.path})", "triton", "rewrite-kernel",
-                           kernel=name, path=f.path).idx.append(i)
+                d = self.draft(tid, f"Rewrite Triton op `{stem}`", "triton", "rewrite-kernel", op=stem)
+                d.idx.append(i)
             elif f.category == "triton" and f.rule not in KERNEL_RULES:
                 later.append(i)
+            elif f.category == "gpu-library" and self.built_here(f) is not None:
+                ident = self.built_here(f)  # one op is one task: its port, not also a library swap
+                self.draft(f"T-ext-{ident}", f"Port CUDA extension `{ident}`", "custom-cuda",
+                           "port-extension", extension=ident).idx.append(i)
             elif f.category == "gpu-library":
                 self.draft(f"T-lib-{rule.id}", rule.title, "gpu-library", "swap-library").idx.append(i)
             elif f.category == "dynamic-shape":
@@ -238,13 +320,26 @@ class _Planner:
         if all(self.findings[i].fallback for i in d.idx):
             d.kind = "gate-library"  # titled "Check the fallback: ..."
             return
-        if (self.reach is not None and self.reach.mode == "library") or not hard:
+        # Only imported on the training path (its calls are opt-in or elsewhere): guard the import.
+        imports_only = all(self.findings[i].snippet.startswith(("import ", "from ")) for i in d.idx)
+        if not self.keep and ((self.reach is not None and self.reach.mode == "library") or not hard or imports_only):
             d.kind, verb = "gate-library", "Gate the optional integration"
         elif rule.effort.likely <= SWAP_LIMIT:
             d.kind, verb = "swap-library", "Swap"
         else:
             d.kind, verb = "rewrite-library", "Rewrite"
         d.title = f"{verb}: {rule.title}"
+
+    def built_here(self, f: Finding) -> str | None:
+        """The id of the extension this repository builds that a library finding imports, if any
+        (`import selective_scan_cuda` in mamba's own sources)."""
+        if self.reach is None or not f.symbol:
+            return None
+        root = f.symbol.split(".")[0]
+        for e in self.reach.extensions:
+            if e.name and root in (e.name, e.name.rsplit(".", 1)[-1]) and root not in ("_C", "C"):
+                return e.id
+        return None
 
     def extension_of(self, f: Finding) -> tuple[str, str] | None:
         """("ext", id) or ("vendored", project) for a finding in a compiled extension's files or at its build."""
@@ -271,12 +366,14 @@ class _Planner:
                 dynamic.setdefault(d.category, []).append(d)
                 continue
             d.key = d.id
-            if d.kind == "port-extension":
+            if d.kind in ("port-extension", "rewrite-program"):
                 d.cost = self.extension_cost(d)
             elif d.kind == "replace-vendored":
                 d.cost = VENDORED_SWAP
             elif d.id.startswith("T-triton-"):
                 d.cost = self.triton_cost(d)
+            elif d.id.startswith("T-switch-"):
+                d.cost = self.switch_cost(d)
             else:
                 parts = [self.rule_cost(self.catalog.get(r), fs) for r, fs in sorted(self.by_rule(d.idx).items())]
                 d.cost = _add(*parts)
@@ -284,18 +381,43 @@ class _Planner:
                 d.details.setdefault("files", len({self.findings[i].path for i in d.idx}))
             if d.kind == "gate-library" or all(self.findings[i].fallback for i in d.idx):
                 d.cost = _cap(d.cost, FALLBACK)
+                self.units.pop(d.id, None)
         for ds in dynamic.values():
             self.shared_cost(ds)
+        self.kernel_family()
+
+    def kernel_family(self) -> None:
+        """Kernel units of one unit rule (CUDA kernels, Triton kernels) walk one learning curve: the
+        family costs base x learned(total units), one Monte Carlo variable, and each task shows its
+        share. A task made only of fallback findings keeps its cap and stays off the curve."""
+        by_rule: dict[str, list[tuple[str, float]]] = {}
+        for tid, (rule_id, u) in sorted(self.units.items()):
+            by_rule.setdefault(rule_id, []).append((tid, u))
+        for rule_id, items in sorted(by_rule.items()):
+            rule = self.catalog.get(rule_id)
+            total = sum(u for _, u in items)
+            if rule is None or total <= 0:
+                continue
+            family = _scale(_base(rule), learned(total))
+            self.shared.append((f"family:kernels:{rule_id}", family))
+            per_unit = family.likely / total
+            for tid, u in items:
+                d = self.drafts[tid]
+                d.share = _add(d.share, _scale(family, u / total))
+                d.details.update(kernel_units=round(u, 2), per_unit=round(per_unit, 2))
 
     def extension_cost(self, d: _Draft) -> Range:
+        """The extension's own work (build, host files, backward add-on, other rules); its kernels go
+        on the kernel learning curve (kernel_family) by op, or to their PyTorch reference."""
         parts: list[Range] = []
-        kernels = units = 0.0
+        kernels = 0
         kernel_loc = 0
         files = set()
         host: list[Finding] = []
         backward = False
         rest: list[int] = []
         build_rules: list[Rule] = []
+        ops: dict[str, list[float]] = {}  # op -> weighted sizes of its kernels
         for i in d.idx:
             f = self.findings[i]
             rule = self.rule(f)
@@ -306,7 +428,9 @@ class _Planner:
                     loc = float(f.details.get("kernel_loc") or 0)
                     kernels += k
                     kernel_loc += int(loc)
-                    units += weight(f) * k * kernel_size(loc / k, CUDA_REF_KERNEL_LOC)
+                    names = list(f.details.get("kernel_names") or []) or [PurePosixPath(f.path).stem] * k
+                    for name in names[:k]:
+                        ops.setdefault(op_stem(str(name)), []).append(weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC))
                     backward = backward or bool(f.details.get("backward"))
                 else:
                     host.append(f)
@@ -315,28 +439,70 @@ class _Planner:
                 files.discard(f.path)
             else:
                 rest.append(i)
-        if build_rules:  # the build and bindings, once (the costliest build rule that matched)
+        if d.kind == "rewrite-program":
+            parts.append(PROGRAM_REWRITE)  # the model and loop in PyTorch; its build is replaced, not ported
+        elif build_rules:  # the build and bindings, once (the costliest build rule that matched)
             parts.append(max((_base(r) for r in build_rules), key=lambda r: (r.likely, r.high, r.low)))
-        if units:
-            unit_rule = self.catalog.get(CUDA_KERNEL_RULE) or self.catalog.get(CUDA_FILE_RULES[1])
-            if unit_rule is not None:
-                parts.append(_scale(_base(unit_rule), units))
         if host:
             host_rule = self.catalog.get(CUDA_HOST_RULE) or self.rule(host[0])
             n = sum(weight(f) for f in host)
             parts.append(_scale(_base(host_rule), growth(n, RATE_FILES)))
-        if backward:
-            parts.append(BACKWARD_ADDON)
         for r, fs in sorted(self.by_rule(rest).items()):
             parts.append(self.rule_cost(self.catalog.get(r), fs))
-        d.details.update(kernels=int(kernels), kernel_loc=kernel_loc, kernel_units=round(units, 2),
+        kernel_findings = [self.findings[i] for i in d.idx if self.findings[i].rule in CUDA_FILE_RULES]
+        if kernel_findings and all(f.details.get("pytorch_path") for f in kernel_findings):
+            ops = {"<the PyTorch path beside it>": []}  # one switch turns the whole extension off
+            self.references = self.references | set(ops)
+        units, referenced = self.op_units(ops)
+        if referenced:
+            parts.append(_scale(REFERENCE_SWITCH, len(referenced)))
+            d.kind = "switch-to-reference" if not units else d.kind
+        elif backward:
+            parts.append(BACKWARD_ADDON)
+        if units and self.catalog.get(CUDA_KERNEL_RULE) is not None:
+            self.units[d.id] = (CUDA_KERNEL_RULE, units)
+        d.details.update(kernels=kernels, ops=len(ops), kernel_loc=kernel_loc, kernel_units=round(units, 2),
                          files=len(files), backward=backward)
-        d.title = f"Port CUDA extension `{d.details['extension']}` ({int(kernels)} kernel{'s' if kernels != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''})"
+        if referenced:
+            d.details["references"] = referenced
+        what = f"{kernels} kernel{'s' if kernels != 1 else ''}, {len(ops)} op{'s' if len(ops) != 1 else ''}, in {len(files)} file{'s' if len(files) != 1 else ''}"
+        verb = "Switch CUDA extension" if d.kind == "switch-to-reference" else "Port CUDA extension"
+        if d.kind == "rewrite-program":
+            d.title = f"Rewrite CUDA training program `{d.details['extension'][8:].split('@')[0]}` in PyTorch ({what})"
+            return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
+        d.title = f"{verb} `{d.details['extension']}` ({what})" + (
+            f"; PyTorch reference for {', '.join(f'`{r}`' for r in referenced)}" if referenced else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
 
+    def op_units(self, ops: dict[str, list[float]]) -> tuple[float, list[str]]:
+        """Kernel units of the ops without a PyTorch reference (an op's first kernel counts whole,
+        its backward, dtype variants and copies VARIANT_SHARE each), and the ops with one."""
+        units = 0.0
+        referenced = []
+        for op, sizes in sorted(ops.items()):
+            if op in self.references:
+                referenced.append(op)
+                continue
+            sizes = sorted(sizes, reverse=True)
+            if sizes:
+                units += sizes[0] + VARIANT_SHARE * sum(sizes[1:])
+        return units, referenced
+
+    def switch_cost(self, d: _Draft) -> Range:
+        """Kernels whose callers have a PyTorch path beside them, behind a setting that is on by
+        default: turn it off, validate the PyTorch path, optimise what profiling shows (once)."""
+        kernels = sorted({str(self.findings[i].details.get("kernel")) for i in d.idx if self.findings[i].rule == TRITON_KERNEL_RULE})
+        d.details.update(kernels=kernels, sites=len(d.idx))
+        return REFERENCE_SWITCH
+
     def triton_cost(self, d: _Draft) -> Range:
+        """One Triton op (its forward, backward and variants): its autotune configs, launches and
+        import here; its kernel units on the learning curve, or its PyTorch reference."""
         parts: list[Range] = []
         rest: list[Finding] = []
+        sizes: list[float] = []
+        names: set[str] = set()
+        paths: set[str] = set()
         for i in d.idx:
             f = self.findings[i]
             rule = self.rule(f)
@@ -345,12 +511,12 @@ class _Planner:
                 k = weight(f) * kernel_size(lines, TRITON_REF_LINES)
                 if f.details.get("atomics"):
                     k *= ATOMICS_FACTOR
-                if f.details.get("backward"):
-                    k *= BACKWARD_FACTOR
-                parts.append(_scale(_base(rule), k))
-                d.details.update(lines=int(lines), atomics=int(f.details.get("atomics") or 0),
-                                 backward=bool(f.details.get("backward")),
-                                 autotune_configs=int(f.details.get("autotune_configs") or 0))
+                sizes.append(k)
+                names.add(str(f.details.get("kernel")))
+                paths.add(f.path)
+                d.details["lines"] = d.details.get("lines", 0) + int(lines)
+                d.details["atomics"] = d.details.get("atomics", 0) + int(f.details.get("atomics") or 0)
+                d.details["backward"] = d.details.get("backward", False) or bool(f.details.get("backward"))
             elif f.rule == TRITON_AUTOTUNE_RULE:
                 configs = max(1.0, float(f.details.get("autotune_configs") or 1))
                 parts.append(_scale(_base(rule), weight(f) * growth(configs, RATE_SITES)))
@@ -358,6 +524,20 @@ class _Planner:
                 rest.append(f)
         for r, fs in sorted(_group_rules(rest).items()):
             parts.append(self.rule_cost(self.catalog.get(r), fs))
+        op = d.details.get("op", "")
+        units, referenced = self.op_units({op: sizes} if sizes else {})
+        if referenced:
+            parts.append(REFERENCE_SWITCH)
+            d.kind = "switch-to-reference"
+            d.details["references"] = referenced
+        elif units:
+            self.units[d.id] = (TRITON_KERNEL_RULE, units)
+        d.details.update(kernels=sorted(names), files=len(paths))
+        where = ", ".join(sorted(paths)[:2]) + (" …" if len(paths) > 2 else "")
+        n = len(names)
+        verb = "Switch Triton op" if referenced else "Rewrite Triton op"
+        d.title = f"{verb} `{op}` ({n} kernel{'s' if n != 1 else ''} in {where})" + (
+            "; PyTorch reference in the repository" if referenced else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
 
     def shared_cost(self, drafts: list[_Draft]) -> None:
@@ -378,7 +558,7 @@ class _Planner:
             total_size = sum(sizes[rule.id].values())
             step = growth(experience + total_size, RATE_SITES) - growth(experience, RATE_SITES)
             experience += total_size
-            part = _scale(_base(rule), step)
+            part = _scale(self.base(rule), step)
             self.shared.append((f"family:{rule.category}", part))
             for tid, s in sizes[rule.id].items():
                 by_id[tid].cost = _add(by_id[tid].cost, _scale(part, s / total_size if total_size else 0.0))
@@ -392,7 +572,7 @@ class _Planner:
             fallback = all(self.findings[i].fallback for i in d.idx)
             lead = max((self.catalog.get(r) for r in rules), key=lambda r: (r.effort.likely, r.id))
             title = d.title if not fallback else f"Check the fallback: {d.title}"
-            out.append(Task(id=d.id, title=title, category=d.category, kind=d.kind, person_days=d.cost,
+            out.append(Task(id=d.id, title=title, category=d.category, kind=d.kind, person_days=_add(d.cost, d.share),
                             findings=list(d.idx), fallback=fallback, remedy=lead.remedy if lead else "",
                             rules=rules, details=d.details))
         return out
@@ -434,9 +614,12 @@ def op_name(f: Finding) -> str:
 # ------------------------------------------------------------------------------------------ estimate
 
 
-def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None) -> tuple[list[Task], Estimate]:
-    """Tasks and the estimate for the findings on the training path (indices refer to `findings`)."""
-    planner = _Planner(findings, catalog, reach)
+def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None,
+             keep: bool = False, references: frozenset[str] = frozenset(), target: str = "",
+             compiled: bool = True) -> tuple[list[Task], Estimate]:
+    """Tasks and the estimate for the findings on the training path (indices refer to `findings`).
+    `keep`: an opt-in feature costed as kept on Trainium (a library it uses is ported, not gated)."""
+    planner = _Planner(findings, catalog, reach, keep, references, target, compiled)
     planner.group()
     planner.cost()
     tasks = planner.tasks()

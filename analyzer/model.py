@@ -27,6 +27,8 @@ CATEGORIES = (
 TARGETS = ("native", "xla")
 EFFORT_CLASSES = ("days", "weeks", "month-plus")
 CONFIDENCES = ("high", "medium", "low")
+# Where a finding runs (analyzer/context.py): only `step` is in the must-port estimate.
+CONTEXTS = ("step", "host", "opt-in", "evaluation", "neuron-native", "off-path")
 
 # Fields of a finding that are always present in JSON, in this order.
 FINDING_FIELDS = ("rule", "category", "path", "line", "column", "message", "remedy", "fallback")
@@ -52,6 +54,10 @@ class Finding:
     on_path: bool | None = None  # reachable from a training entry point
     status: str | None = None  # trace mode: "confirmed", "not-traced", "traced"
     origin: str = "static"  # "static" or "trace"
+    # Where it runs (context.py): step, host, opt-in, evaluation, neuron-native, off-path; and for an
+    # opt-in finding the switch that turns it on ("only when args.fused_softmax (...)").
+    context: str | None = None
+    gate: str | None = None
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.rule, self.symbol, self.message)
@@ -78,6 +84,10 @@ class Finding:
             d["on_path"] = self.on_path
         if self.status is not None:
             d["status"] = self.status
+        if self.context is not None:
+            d["context"] = self.context
+        if self.gate is not None:
+            d["gate"] = self.gate
         # Rule-specific measurements (e.g. "kernels" for CUDA sources) sit beside the core fields.
         for k in sorted(self.details):
             if k not in d:
@@ -88,7 +98,7 @@ class Finding:
     def from_dict(cls, d: dict[str, Any]) -> "Finding":
         known = {
             "rule", "category", "path", "line", "column", "message", "remedy", "fallback",
-            "confidence", "symbol", "snippet", "scope", "cell", "on_path", "status", "origin",
+            "confidence", "symbol", "snippet", "scope", "cell", "on_path", "status", "origin", "context", "gate",
         }
         details = {k: v for k, v in d.items() if k not in known}
         return cls(
@@ -97,7 +107,7 @@ class Finding:
             fallback=bool(d.get("fallback", False)), confidence=d.get("confidence", "high"),
             symbol=d.get("symbol", ""), snippet=d.get("snippet", ""), scope=d.get("scope", ""),
             cell=d.get("cell"), details=details, on_path=d.get("on_path"), status=d.get("status"),
-            origin=d.get("origin", "static"),
+            origin=d.get("origin", "static"), context=d.get("context"), gate=d.get("gate"),
         )
 
 
@@ -188,6 +198,30 @@ class Estimate:
 
 
 @dataclass
+class Part:
+    """A part of the estimate outside the must-port headline: one opt-in feature, or the evaluation path."""
+
+    name: str  # the feature (an option, variable, table key or accelerator) or "evaluation"
+    gate: str  # what turns it on, in words
+    findings: list[int]  # indices into Report.off_path
+    tasks: list[Task]
+    estimate: Estimate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "gate": self.gate,
+            "findings": list(self.findings),
+            "class": self.estimate.effort_class,
+            "p50": round(self.estimate.p50, 2),
+            "p80": round(self.estimate.p80, 2),
+            "person_days": self.estimate.person_days.to_dict(),
+            "drivers": list(self.estimate.drivers),
+            "tasks": [t.to_dict() for t in self.tasks],
+        }
+
+
+@dataclass
 class Report:
     tool_version: str
     target: str
@@ -197,8 +231,10 @@ class Report:
     diagnostics: list[Diagnostic]
     tasks: list[Task]
     estimate: Estimate
-    off_path: list[Finding] = field(default_factory=list)  # findings no training entry point reaches
+    off_path: list[Finding] = field(default_factory=list)  # findings outside the must-port part, by context
     suppressed: int = 0
+    opt_in: list[Part] = field(default_factory=list)  # one per feature, costed apart
+    evaluation: Part | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. "breakeven", "entries", "trace"
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,6 +249,7 @@ class Report:
             "by_category": {c: by_category[c] for c in CATEGORIES if c in by_category},
             "fallback_findings": sum(1 for f in self.findings if f.fallback),
             "off_path_findings": len(self.off_path),
+            "contexts": self.context_counts(),
             "suppressed": self.suppressed,
             "diagnostics": len(self.diagnostics),
         }
@@ -226,7 +263,22 @@ class Report:
             "off_path": [f.to_dict() for f in self.off_path],
             "tasks": [t.to_dict() for t in self.tasks],
             "diagnostics": [x.to_dict() for x in self.diagnostics],
+            "opt_in": [p.to_dict() for p in self.opt_in],
+            "evaluation": self.evaluation.to_dict() if self.evaluation is not None else None,
         }
+        if self.opt_in:
+            summary["opt_in"] = {"features": len(self.opt_in),
+                                 "p50": round(sum(p.estimate.p50 for p in self.opt_in), 2)}
+        if self.evaluation is not None:
+            summary["evaluation"] = {"p50": round(self.evaluation.estimate.p50, 2),
+                                     "p80": round(self.evaluation.estimate.p80, 2)}
         for k in sorted(self.extra):
             d[k] = self.extra[k]
         return d
+
+    def context_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for f in self.findings + self.off_path:
+            c = f.context or ("step" if f.on_path is not False else "off-path")
+            counts[c] = counts.get(c, 0) + 1
+        return {c: counts[c] for c in CONTEXTS if c in counts}

@@ -86,6 +86,8 @@ class Reach:
     mode: str  # "entries", "library" (no entry point), "files" (files given one by one)
     entries: list[str] = field(default_factory=list)
     detected: bool = False  # entries found automatically rather than named
+    entry_reasons: dict[str, str] = field(default_factory=dict)  # entry -> why it was chosen
+    entry_functions: list[tuple[str, str]] = field(default_factory=list)  # (file, function) a console script runs
     reasons: dict[str, str] = field(default_factory=dict)  # path -> why it is off the path
     extensions: list[Extension] = field(default_factory=list)
     extension_of: dict[str, str] = field(default_factory=dict)  # native path -> extension id
@@ -114,6 +116,7 @@ class Reach:
             "mode": self.mode,
             "entries": list(self.entries),
             "detected": self.detected,
+            "entry_reasons": {e: self.entry_reasons[e] for e in self.entries if e in self.entry_reasons},
             "extensions": [e.to_dict() for e in self.extensions],
             "vendored": sorted(set(self.vendored.values())),
         }
@@ -292,6 +295,16 @@ def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[st
             compiled = _match_sources(b.get("sources", []), [here, ""] if here else [""], native, vendored)
             ext.sources = sorted(_include_closure(compiled, facts, by_name))
             exts.append(ext)
+        for prog in f.facts.get("programs", ()):
+            # A CUDA program built by make, a shell script or CMake: the training program itself when it
+            # has no Python loop around it; ported as one rewrite (effort.py), never per file.
+            if prog.get("cuda") is False:
+                continue
+            ext = Extension(f"program:{prog['name']}@{f.rel}", prog["name"], "program", f.rel, int(prog.get("line") or 1))
+            compiled = _match_sources(list(prog.get("sources") or ()), [here, ""] if here else [""], native, vendored)
+            ext.sources = sorted(_include_closure(compiled, facts, by_name))
+            if ext.sources:
+                exts.append(ext)
         if f.kind == "cmake" and f.facts.get("cmake_build"):
             line = min((s[0] for s in f.facts.get("cmake_sources", ())), default=1)
             ext = Extension(f"cmake@{f.rel}", "", "cmake", f.rel, line)
@@ -311,12 +324,18 @@ def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[st
 
 
 def _console_script_modules(root: Path) -> list[str]:
-    mods: list[str] = []
+    return [m for m, _ in console_scripts(root)]
+
+
+def console_scripts(root: Path) -> list[tuple[str, str]]:
+    """(module, function) of every console script the project declares."""
+    mods: list[tuple[str, str]] = []
     try:
         data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
         for target in (data.get("project", {}).get("scripts", {}) or {}).values():
             if isinstance(target, str):
-                mods.append(target.split(":")[0].strip())
+                mod, _, func = target.partition(":")
+                mods.append((mod.strip(), func.strip()))
     except (OSError, tomllib.TOMLDecodeError, AttributeError):
         pass
     cfg = configparser.ConfigParser()
@@ -329,7 +348,7 @@ def _console_script_modules(root: Path) -> list[str]:
         text += "\n" + (root / "setup.py").read_text(encoding="utf-8", errors="replace")
     except OSError:
         pass
-    mods += re.findall(r"[\w.-]+\s*=\s*([A-Za-z_][\w.]*)\s*:\s*[\w.]+", text)
+    mods += re.findall(r"[\w.-]+\s*=\s*([A-Za-z_][\w.]*)\s*:\s*([\w.]+)", text)
     return mods
 
 
@@ -371,13 +390,20 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     python = [f.rel for f in files if f.kind in ("python", "notebook")]
 
     named: list[str] = []
+    named_functions: list[tuple[str, str]] = []
     for e in entries:
-        named += resolve_entry(e, root, set(rels), modules)
+        named_files = resolve_entry(e, root, set(rels), modules)
+        named += named_files
+        if ":" in e and not os.path.exists(e):  # `pkg.train:main`: the function runs, not only the module
+            named_functions += [(f, e.rsplit(":", 1)[1].strip()) for f in named_files]
     reach = Reach(mode="files" if explicit_files else "entries", vendored=vendored)
     if named:
         reach.entries = sorted(set(named))
+        reach.entry_reasons = {e: "named with --entry" for e in reach.entries}
+        reach.entry_functions = named_functions
     elif not explicit_files:
-        reach.entries = _detect_entries(root, info, python, modules, vendored)
+        reach.entry_reasons, reach.entry_functions = _detect_entries(root, info, python, modules, vendored)
+        reach.entries = sorted(reach.entry_reasons)
         reach.detected = bool(reach.entries)
         if not reach.entries:
             reach.mode = "library"
@@ -413,7 +439,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     for e in exts:
         if e.build in vendored or (excluded(e.build) and e.build not in named_reach):
             e.on_path = False
-        elif reach.mode in ("library", "files") or e.kind == "cmake":
+        elif reach.mode in ("library", "files") or e.kind in ("cmake", "program"):
             e.on_path = True
         elif e.kind in ("load", "load_inline"):
             e.on_path = e.build in reached
@@ -422,7 +448,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     reach.extensions = exts
     for e in exts:
         reach.build_sites[(e.build, e.line)] = e.id
-    for e in sorted(exts, key=lambda x: (not x.on_path, x.kind == "cmake", x.id)):
+    for e in sorted(exts, key=lambda x: (not x.on_path, x.kind != "program", x.kind == "cmake", x.id)):
         for src in e.sources:
             reach.extension_of.setdefault(src, e.id)
             if src in vendored and e.on_path and src in _compiled_directly(e, info):
@@ -453,21 +479,92 @@ def _compiled_directly(ext: Extension, info: dict[str, FileInfo]) -> set[str]:
     return {s for s in ext.sources if not s.endswith((".h", ".hpp", ".hh", ".cuh", ".inl"))}
 
 
+# Folders whose scripts are side tools or variants, not the trainer a user runs first.
+SIDE_DIRS = re.compile(r"(?i)^(experiments?|projects?|scripts?|tools?|utils?|misc|contrib|legacy|archive|eval\w*|evaluation"
+                       r"|inference|export\w*|demos?|notebooks?|playground|sandbox|research)$")
+TRAIN_STEM = re.compile(r"(?i)^(train|pretrain|finetune|fine_tune|main|run_train|run_pretrain|run_finetune)\w*$")
+
+
+def _side(rel: str) -> bool:
+    return any(SIDE_DIRS.match(p) for p in rel.split("/")[:-1])
+
+
 def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], modules: dict[str, list[str]],
-                    vendored: dict[str, str]) -> list[str]:
-    out = set()
+                    vendored: dict[str, str]) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """Training entry points a user would pick, each with why: launch commands in scripts, Makefiles,
+    READMEs and launcher configs; scripts that train (their own code, or through the project
+    functions their `__main__` guard calls); notebooks that train; console scripts that train.
+    Scripts in side folders (experiments/, tools/, eval*/ ...) count only when nothing else does."""
+    from . import context
+
+    graph = context.Graph(list(info.values()), modules, context.Defaults(list(info.values())))
+    trains_cache: dict[str, str | None] = {}
+
+    def trains(rel: str) -> str | None:
+        if rel not in trains_cache:
+            facts = info[rel].facts
+            code = facts.get("code") or {}
+            if code.get("top_trains") or (facts.get("trains") and not code):
+                trains_cache[rel] = "trains"
+            else:
+                via = context.trains_from(graph, rel)
+                trains_cache[rel] = None if via is None else (
+                    "trains" if via.startswith(rel + "::") else f"calls `{via.partition('::')[2]}` ({via.partition('::')[0]}), which trains")
+        return trains_cache[rel]
+
+    def usable(rel: str) -> bool:
+        return rel in info and rel not in vendored and not excluded(rel)
+
+    out: dict[str, str] = {}
+    entry_functions: list[tuple[str, str]] = []
+    for rel, fi in sorted(info.items()):  # launch commands: what the user actually runs
+        for launch in fi.facts.get("launches", ()):
+            for target in _launch_targets(launch, rel, modules, info):
+                if usable(target) and (trains(target) or TRAIN_STEM.match(posixpath.basename(target).rsplit(".", 1)[0])):
+                    cmd = f"{launch.get('launcher', 'python')} {launch.get('target', '')}".strip()
+                    out.setdefault(target, f"launched by `{cmd}` in {rel}:{launch.get('line', 1)}")
+    found: dict[str, str] = {}
     for rel in python:
-        if rel in vendored or excluded(rel):
+        if not usable(rel):
             continue
         facts = info[rel].facts
-        trains = facts.get("trains", False)
-        if trains and (facts.get("main_guard") or info[rel].kind == "notebook"):
-            out.add(rel)
-    for mod in _console_script_modules(root):
+        code = facts.get("code") or {}
+        guard = facts.get("main_guard") or code.get("main_guard")
+        notebook = info[rel].kind == "notebook"
+        if not (guard or notebook or code.get("top_trains")):
+            continue
+        why = trains(rel) if (guard or notebook) else "trains"
+        if why:
+            shape = "a notebook" if notebook else "a `__main__` guard" if guard else "top-level code"
+            found[rel] = f"{shape} that {why}" if why != "trains" else f"{shape} that trains"
+    for mod, func in console_scripts(root):
         for rel in modules.get(mod, ()):
-            if info[rel].facts.get("trains") and rel not in vendored and not excluded(rel):
-                out.add(rel)
-    return sorted(out)
+            if not usable(rel):
+                continue
+            via = context.trains_from(graph, rel, start=f"{rel}::{func}") if func else None
+            if via or trains(rel):
+                found.setdefault(rel, f"console script `{mod}:{func}` that trains")
+                if func:
+                    entry_functions.append((rel, func))
+    preferred = {r: w for r, w in found.items() if not _side(r)}
+    for rel, why in (preferred or found).items():
+        out.setdefault(rel, why)
+    return out, [(r, f) for r, f in entry_functions if r in out]
+
+
+def _launch_targets(launch: dict, launch_file: str, modules: dict[str, list[str]], info: dict) -> list[str]:
+    """The project files a launch command runs: a module name, or a script path relative to the
+    launch file's folder or to the root."""
+    target = str(launch.get("target") or "")
+    if launch.get("kind") == "module":
+        return list(modules.get(target, ()))
+    target = target.lstrip("./") if target.startswith("./") else target
+    here = posixpath.dirname(launch_file)
+    out = []
+    for cand in (posixpath.normpath(posixpath.join(here, target)) if here else target, posixpath.normpath(target)):
+        if cand in info and cand not in out:
+            out.append(cand)
+    return out
 
 
 def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[str, list[str]],
@@ -476,7 +573,7 @@ def _import_graph(info: dict[str, FileInfo], python: list[str], modules: dict[st
 
     g = nx.DiGraph()
     g.add_nodes_from(python)
-    named_exts = [(e, e.name) for e in exts if e.name and e.kind not in ("load", "load_inline", "cmake")]
+    named_exts = [(e, e.name) for e in exts if e.name and e.kind not in ("load", "load_inline", "cmake", "program")]
     for e in exts:
         g.add_node(f"ext:{e.id}")
         if e.kind in ("load", "load_inline"):

@@ -10,10 +10,46 @@ from . import breakeven
 from .catalog import Catalog
 from .config import ConfigError, Settings, display_root, workload_error
 from .discover import Discovery
-from .effort import estimate
-from .model import Diagnostic, Finding, Report
+from . import context as context_mod
+from .effort import estimate, reference_stems
+from .model import Diagnostic, Finding, Part, Report
 from .reach import FileInfo, analyse
 from .sources import FileResult
+
+
+_CONTEXT_REASON = {
+    "host": "runs on the host (data loading)",
+    "evaluation": "evaluation, inference or export code",
+    "neuron-native": "already targets Neuron or XLA",
+}
+
+
+def _parts(off_path: list[Finding], catalog: Catalog, reach, references, target: str,
+           compiled: bool) -> tuple[list[Part], Part | None]:
+    """The opt-in features and the evaluation path, each costed on its own."""
+    features: dict[str, list[int]] = {}
+    gates: dict[str, str] = {}
+    evaluation: list[int] = []
+    for i, f in enumerate(off_path):
+        if f.context == "opt-in":
+            name = str(f.details.get("feature") or "condition")
+            features.setdefault(name, []).append(i)
+            gates.setdefault(name, f.gate or "")
+        elif f.context == "evaluation":
+            evaluation.append(i)
+
+    def part(name: str, gate: str, idx: list[int]) -> Part:
+        # Kernels for another accelerator are not a Trainium port: listed, never costed.
+        chosen = [] if gate.startswith("only on ") else [off_path[i] for i in idx]
+        tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation", references=references,
+                              target=target, compiled=compiled)
+        for t in tasks:  # task findings index the part's own list; report them as off_path indices
+            t.findings = [idx[j] for j in t.findings]
+        return Part(name, gate, idx, tasks, est)
+
+    opt_in = [part(n, gates[n], idx) for n, idx in sorted(features.items())]
+    opt_in.sort(key=lambda p: (-p.estimate.p50, p.name))
+    return opt_in, (part("evaluation", "evaluation, inference or export code", evaluation) if evaluation else None)
 
 
 def build_report(settings: Settings, catalog: Catalog, found: Discovery, results: list[FileResult]) -> Report:
@@ -21,19 +57,35 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     diagnostics: list[Diagnostic] = sorted(
         found.diagnostics + [d for r in results for d in r.diagnostics], key=Diagnostic.sort_key
     )
-    reach = analyse(Path(settings.root), [FileInfo(r.rel, r.kind, r.facts) for r in results],
-                    settings.entries, explicit_files=settings.files is not None)
-    on_path: list[Finding] = []
-    off_path: list[Finding] = []
+    infos = [FileInfo(r.rel, r.kind, r.facts) for r in results]
+    reach = analyse(Path(settings.root), infos, settings.entries, explicit_files=settings.files is not None)
     for f in findings:
         why = reach.reason(f.path, f.line)
         f.on_path = not why
         if why:
             f.details["off_path_reason"] = why
-            off_path.append(f)
-        else:
+    ctx = context_mod.analyse(infos, reach, findings)
+    include = set(settings.include_opt_in)
+    on_path: list[Finding] = []
+    off_path: list[Finding] = []
+    included: set[str] = set()
+    for f in findings:
+        feature = f.details.get("feature")
+        if f.context == "step" or (f.context == "opt-in" and ("all" in include or feature in include)):
+            if f.context == "opt-in":
+                included.add(str(feature))
             on_path.append(f)
-    tasks, est = estimate(on_path, catalog, reach)
+        else:
+            f.on_path = False
+            if "off_path_reason" not in f.details:
+                f.details["off_path_reason"] = f.details.get("context_reason") or f.gate or _CONTEXT_REASON.get(f.context, "")
+            off_path.append(f)
+    references = reference_stems(name.rsplit(".", 1)[-1] for i in infos
+                                 for name in ((i.facts.get("code") or {}).get("defs") or {}))
+    # Eager is PyTorch's default; a step is compiled when the training path calls torch.compile (a
+    # library's own compile helpers say nothing about how its users train).
+    compiled = ctx.compiled if ctx.function_level else False
+    tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled)
     report = Report(
         tool_version=__version__,
         target=settings.target,
@@ -46,7 +98,13 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         off_path=off_path,
         suppressed=sum(r.suppressed for r in results),
     )
+    report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references, settings.target, compiled)
+    if include:
+        report.extra["included_opt_in"] = sorted(included)
     report.extra["reach"] = reach.to_dict()
+    if ctx.function_level:
+        report.extra["reach"]["function_level"] = True
+        report.extra["reach"]["compiled"] = ctx.compiled
     if breakeven.configured(settings.workload):
         # the effort as the JSON reports it, so `breakeven --report` on this report gives the same numbers
         try:

@@ -42,6 +42,7 @@ def test_broken_fixture_reports_every_problem_and_still_finds_the_rest(broken_re
         ("py2_script.py", "syntax-error"),
         ("pyproject.toml", "syntax-error"),
         ("syntax_error.py", "syntax-error"),
+        ("train_config.yaml", "syntax-error"),
     }
     by_path = {d["path"]: d for d in report["diagnostics"]}
     assert "Python 2" in by_path["py2_script.py"]["message"]
@@ -50,7 +51,8 @@ def test_broken_fixture_reports_every_problem_and_still_finds_the_rest(broken_re
     found = {(f["path"], f["line"], f["rule"]) for f in report["findings"]}
     assert ("good.py", 3, "NR1001") in found
     assert ("partial_notebook.ipynb", 1, "NR1001") in found  # the cells after a broken one still count
-    assert report["summary"]["files_scanned"] == 9
+    assert by_path["train_config.yaml"]["message"].startswith("invalid YAML") and by_path["train_config.yaml"]["line"] == 5
+    assert report["summary"]["files_scanned"] == 11  # README.md is read for launch commands
 
 
 def test_size_limit_is_configurable(broken_repo):

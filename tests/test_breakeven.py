@@ -286,3 +286,21 @@ def test_scan_markdown_comment_carries_the_breakeven_line(tmp_path):
     runs = data["summary"]["effort"]["p50"] * 1200 / 2816.5
     assert f"Break-even: {runs:.1f} runs ≈ {runs / 4:.1f} months at P50" in body
     assert body.index("Break-even:") < body.index("**Top drivers**")
+
+
+def test_breakeven_adds_the_opt_in_features_the_user_keeps(tmp_path):
+    from cli import run_cli
+    from conftest import FIXTURES
+
+    report = tmp_path / "scan.json"
+    assert run_cli("scan", str(FIXTURES / "ctx_optin_kernel"), "--isolated", "--format", "json", "-o", str(report)).code == 0
+    doc = json.loads(report.read_text())
+    feature = doc["opt_in"][0]
+    args = ["breakeven", "--report", str(report), "--gpu-price", "10", "--trainium-price", "5",
+            "--gpu-hours-per-run", "10", "--format", "json"]
+    base = json.loads(run_cli(*args).out)
+    kept = json.loads(run_cli(*args, "--include-opt-in", feature["name"]).out)
+    day_rate = base["inputs"]["day_rate"]
+    assert kept["port_cost"] == pytest.approx(base["port_cost"] + feature["p50"] * day_rate)
+    bad = run_cli(*args, "--include-opt-in", "nope")
+    assert bad.code == 2 and "no opt-in feature named nope" in bad.err and feature["name"] in bad.err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from neuron_ready.discover import discover
+from neuron_ready.discover import discover, explicit_files
 
 
 def _touch(root, rel, text="x = 1\n"):
@@ -49,8 +49,35 @@ def test_file_kinds(tmp_path):
         "a.py": "python", "n.ipynb": "notebook", "k.cu": "native", "h.cuh": "native", "x.cpp": "native",
         "CMakeLists.txt": "cmake", "cmake/cuda.cmake": "cmake", "requirements.txt": "deps",
         "requirements/dev.txt": "deps", "environment.yml": "deps", "Pipfile": "deps", "setup.cfg": "deps",
-        "pyproject.toml": "deps",
+        "pyproject.toml": "deps", "README.md": "launch",
     }
+
+
+def test_launch_and_config_kinds_come_from_the_name(tmp_path):
+    launch = ["run.sh", "a.bash", "b.zsh", "job.slurm", "job.sbatch", "Makefile", "makefile", "GNUmakefile",
+              "rules.mk", "README", "docs/README.rst", "sub/README.txt", "readme.md", "Dockerfile",
+              "docker/Dockerfile.gpu", "train.dockerfile", "Procfile"]
+    config = ["configs/base.yaml", "conf.yml", "ds_config.json", "train.toml", ".github/workflows/ci.yml"]
+    other = ["environment.yml", "pyproject.toml", "package-lock.json", "web/yarn-lock.json", "tsconfig.json",
+             "recipe/meta.yaml", "notes.md", "data.jsonl", "README.html", "run.sh.txt"]
+    for rel in launch + config + other:
+        _touch(tmp_path, rel, "{}\n")
+    kinds = {j.rel: j.kind for j in discover(tmp_path).jobs}
+    assert {r for r, k in kinds.items() if k == "launch"} == set(launch)
+    assert {r for r, k in kinds.items() if k == "config"} == set(config)
+    assert kinds["environment.yml"] == kinds["pyproject.toml"] == "deps"
+
+
+def test_data_files_get_no_config_job(tmp_path):
+    _touch(tmp_path, "records.json", '\ufeff  \n[{"a": 1}, {"a": 2}]\n')
+    _touch(tmp_path, "settings.json", '{"lr": 1}\n')
+    _touch(tmp_path, "big.yaml", "k: " + "x" * (256 * 1024) + "\n")
+    _touch(tmp_path, "big.json", '{"k": "' + "x" * (256 * 1024) + '"}\n')
+    _touch(tmp_path, "small.yaml", "k: v\n")
+    _touch(tmp_path, "broken.json", '{"a": \n')
+    assert _rels(discover(tmp_path)) == ["broken.json", "settings.json", "small.yaml"]
+    found = explicit_files(tmp_path, [tmp_path / "records.json", tmp_path / "big.yaml", tmp_path / "settings.json"])
+    assert _rels(found) == ["settings.json"]
 
 
 def test_symlinks_are_never_followed(tmp_path):

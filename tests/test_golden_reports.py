@@ -19,7 +19,9 @@ from neuron_ready.render import json as json_fmt
 from neuron_ready.render import text as text_fmt
 
 GOLDEN = Path(__file__).parent / "golden"
-NAMES = ["cuda_extension", "fused_fallbacks", "mainstream", "notebook", "traps"]
+# The fixtures of issue 11 (fixtures/ctx_*) show the split: must-port, opt-in, evaluation, host, Neuron.
+NAMES = ["cuda_extension", "fused_fallbacks", "mainstream", "notebook", "traps"] + sorted(
+    p.name for p in FIXTURES.glob("ctx_*"))
 WORKLOAD = {"gpu-instance": "p5.48xlarge", "trainium-instance": "trn1.32xlarge", "gpu-hours-per-run": 100,
             "relative-throughput": 0.8, "runs-per-month": 4}
 

@@ -74,7 +74,8 @@ def test_page_has_the_estimate_drivers_breakeven_and_tables(repo, page):
         assert task["id"] not in page  # titles, not ids
     assert "<li>Port CUDA extension <code>fusedops._C</code>" in page  # the first driver; code spans as <code>
     assert doc["breakeven"]["summary"] in text
-    assert "Findings on the training path" in text and f"Off the training path ({len(doc['off_path'])})" in text
+    off = sum(1 for f in doc["off_path"] if f["context"] == "off-path")
+    assert "Must-port findings" in text and f"Off the training path ({off})" in text
     assert "no build compiles it" in text  # the off-path reason column
     assert f"{doc['breakeven']['breakeven_runs']:.1f}" in text
 

@@ -26,7 +26,7 @@ def test_comment_body_has_the_estimate_drivers_and_findings():
     est = report.estimate
     assert f"**Readiness {est.score}/100** · effort **month-plus**" in body
     assert f"P50 **{est.p50:.1f}** / P80 **{est.p80:.1f}** person-days" in body
-    assert "**Top drivers**\n\n1. Port CUDA extension `fusedops._C` (3 kernels in 3 files)" in body
+    assert "**Top drivers**\n\n1. Port CUDA extension `fusedops._C` (3 kernels, 2 ops, in 3 files)" in body
     assert body.count("<details>") == body.count("</details>") == 1
     rows = [line for line in body.splitlines() if line.startswith("| `")]
     assert len(rows) == len(report.findings)

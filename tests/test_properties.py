@@ -32,7 +32,9 @@ def test_arbitrary_text_never_breaks_a_python_scan(text):
 
 
 @given(st.text(max_size=400), st.sampled_from(["k.cu", "CMakeLists.txt", "requirements.txt", "pyproject.toml",
-                                               "environment.yml", "setup.cfg", "Pipfile", "n.ipynb"]))
+                                               "environment.yml", "setup.cfg", "Pipfile", "n.ipynb", "run.sh",
+                                               "Makefile", "README.md", "README.rst", "Dockerfile", "c.yaml",
+                                               "c.json", "c.toml"]))
 def test_arbitrary_text_never_breaks_other_scanners(text, name):
     _no_internal_errors(scan_text(text, CATALOG, name=name))
 

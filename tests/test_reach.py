@@ -102,7 +102,7 @@ def test_named_entry_overrides_detection_and_reaches_excluded_folders(tmp_path):
 def test_entry_by_module_name_and_src_layout(tmp_path):
     root = tree(tmp_path, {
         "src/pkg/__init__.py": "",
-        "src/pkg/run.py": "from pkg.ops import f\n",
+        "src/pkg/run.py": "from pkg.ops import f\nf()\n",
         "src/pkg/ops.py": "import torch\ndef f():\n    return torch.zeros(1).cuda()\n",
         "src/pkg/unused.py": "import torch\ny = torch.zeros(1).cuda()\n",
     })
@@ -263,7 +263,7 @@ def test_build_facts_unknown_sources_are_any_path():
 def test_native_build_facts():
     assert native_build_facts('#include "a/b.h"\n#include <cuda.h>\n', cmake=False) == {"includes": ["a/b.h", "cuda.h"]}
     cm = native_build_facts("add_library(x ${CMAKE_CURRENT_SOURCE_DIR}/k.cu ${OTHER}/j.cpp)\n", cmake=True)
-    assert cm == {"cmake_build": True, "cmake_sources": [[1, "k.cu"], [1, "**/j.cpp"]]}
+    assert cm == {"cmake_build": True, "cmake_sources": [[1, "k.cu"], [1, "**/j.cpp"]], "programs": []}
 
 
 def test_module_names_from_packages_and_scripts():

@@ -10,7 +10,7 @@ import click
 from .. import breakeven as be
 from ..config import PRICINGS, ConfigError, load_settings
 from ..render.breakeven import render_text
-from .base import UserError, write_output
+from .base import UserError, split_list, write_output
 
 # Flag (python name) -> workload key in [tool.neuron-ready.workload].
 _FLAGS = {
@@ -22,8 +22,10 @@ _FLAGS = {
 }
 
 
-def read_report(path: Path) -> tuple[float, float]:
-    """P50 and P80 person-days of a `neuron-ready scan --format json` report."""
+def read_report(path: Path, include: list[str] = ()) -> tuple[float, float]:
+    """P50 and P80 person-days of a `neuron-ready scan --format json` report: its must-port part, plus
+    the opt-in features named in `include` ("all" for every one). A feature adds its own P50 and P80:
+    summed percentiles, a little above what one joint simulation would give, so never an under-estimate."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -36,6 +38,18 @@ def read_report(path: Path) -> tuple[float, float]:
     except (KeyError, TypeError, ValueError):
         raise UserError(f"--report {path}: not a neuron-ready scan report (no summary.effort.p50 / p80); "
                         "write one with `neuron-ready scan --format json -o scan.json`") from None
+    if include:
+        parts = {str(p.get("name")): p for p in data.get("opt_in") or [] if isinstance(p, dict)}
+        unknown = sorted(set(include) - set(parts) - {"all"})
+        if unknown:
+            raise UserError(f"--include-opt-in: {path} has no opt-in feature named {', '.join(unknown)} "
+                            f"(its features: {', '.join(sorted(parts)) or 'none'})")
+        for name, part in sorted(parts.items()):
+            if "all" in include or name in include:
+                try:
+                    p50, p80 = p50 + float(part["p50"]), p80 + float(part["p80"])
+                except (KeyError, TypeError, ValueError):
+                    raise UserError(f"--report {path}: opt-in feature {name!r} has no p50 / p80") from None
     return p50, p80
 
 
@@ -52,14 +66,16 @@ def read_report(path: Path) -> tuple[float, float]:
 @click.option("--runs-per-month", type=float, metavar="K", help="Training runs per month (for months to break even).")
 @click.option("--person-days", type=float, metavar="D", help="Port effort in person-days (instead of --report).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
-              help="A `scan --format json` report: use its P50 and P80 effort.")
+              help="A `scan --format json` report: use its P50 and P80 effort (the must-port part).")
+@click.option("--include-opt-in", "include_opt_in", multiple=True, metavar="FEATURE,...|all",
+              help="With --report: add these opt-in features' effort (the ones you will keep).")
 @click.option("--day-rate", type=float, metavar="USD", help=f"Loaded engineer cost per day (default {be.DEFAULT_DAY_RATE:g}).")
 @click.option("--horizon-months", type=float, metavar="M", help=f"The port must pay back within this many months (default {be.DEFAULT_HORIZON_MONTHS:g}).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of standard output.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Config file with [tool.neuron-ready.workload].")
 @click.option("--isolated", is_flag=True, help="Ignore configuration files.")
-def breakeven_cmd(report_path, fmt, output, config_path, isolated, **flags):
+def breakeven_cmd(report_path, include_opt_in, fmt, output, config_path, isolated, **flags):
     """When does porting to Trainium pay for itself? Inputs come from [tool.neuron-ready.workload]
     and these flags (flags win); prices from the dated pricing catalog unless given.
 
@@ -72,12 +88,14 @@ def breakeven_cmd(report_path, fmt, output, config_path, isolated, **flags):
     for name, key in _FLAGS.items():
         if flags.get(name) is not None:
             values[key] = flags[name]
+    if include_opt_in and report_path is None:
+        raise UserError("--include-opt-in needs --report (the features and their effort come from a scan report)")
     if report_path is not None and flags.get("person_days") is not None:
         raise UserError("give the effort once: --report FILE or --person-days D, not both")
     given = {key for name, key in _FLAGS.items() if flags.get(name) is not None}
     try:
         if report_path is not None:
-            p50, p80 = read_report(report_path)
+            p50, p80 = read_report(report_path, split_list(include_opt_in))
         elif values.get("person-days") is not None:
             p50 = p80 = be.workload_number(values, "person-days", positive=False, minimum=0.0)
         else:

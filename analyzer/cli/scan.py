@@ -172,12 +172,14 @@ def with_baseline(report, baseline_path: Path | None, write_baseline: Path | Non
 @baseline_option
 @click.option("--write-baseline", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False),
               help="Write every finding's fingerprint to FILE: they are accepted from now on.")
-@click.option("--entry", "entries", multiple=True, metavar="FILE_OR_MODULE", help="A training entry point (repeatable); default: detected (a __main__ guard that trains).")
+@click.option("--entry", "entries", multiple=True, metavar="FILE_OR_MODULE", help="A training entry point (repeatable); default: detected (launch commands, scripts that train).")
+@click.option("--include-opt-in", "include_opt_in", multiple=True, metavar="FEATURE,...|all",
+              help="Cost these opt-in features (or all) with the must-port part: the ones you will keep.")
 @scan_options
 @run_options
 @color_option
 @click.pass_context
-def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entries, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
+def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entries, include_opt_in, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
          jobs, no_cache, cache_dir, quiet, color):
     """Scan PATHS (default: the current directory) for what a Trainium port must change.
 
@@ -187,8 +189,15 @@ def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entrie
     settings = build_settings(paths, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on)
     if entries:
         settings.entries = list(entries)
+    if include_opt_in:
+        settings.include_opt_in = split_list(include_opt_in)
     apply_run_options(settings, jobs, no_cache, cache_dir)
     outcome = run_with_progress(settings, quiet)
+    unknown = sorted(set(settings.include_opt_in) - {"all"} - set(outcome.report.extra.get("included_opt_in", ())))
+    if unknown and not quiet:
+        known = ", ".join(p.name for p in outcome.report.opt_in) or "none"
+        click.echo(f"neuron-ready: warning: --include-opt-in: no opt-in feature named {', '.join(unknown)} "
+                   f"(this scan's features: {known})", err=True)
     report = with_baseline(outcome.report, baseline_path, write_baseline)
     # only SARIF describes rules: a report read from the cache does not load the catalog otherwise
     emit_report(ctx, report, settings, fmt, output, color, outcome.catalog if fmt == "sarif" else None)

@@ -163,8 +163,33 @@ def _findings(title: str, findings: list[Finding], reason: bool = False) -> list
         if reason:
             row.append(_e(f.details.get("off_path_reason", "")))
         rows.append(row)
-    head = ["Location", "Rule", "Category", "Finding"] + (["Why off the path"] if reason else [])
+    head = ["Location", "Rule", "Category", "Finding"] + (["Why it is not in the estimate"] if reason else [])
     return [f"<h2>{_e(title)}</h2>", _table(head, rows)]
+
+
+def _opt_in(report: Report) -> list[str]:
+    if not report.opt_in:
+        return []
+    rows = [[f"<code>{_e(p.name)}</code>", _e(p.gate), str(len(p.findings)), _pd(p.estimate.p50), _pd(p.estimate.p80)]
+            for p in report.opt_in]
+    return ["<h2>Opt-in features (not in the estimate; <code>--include-opt-in NAME</code> adds one)</h2>",
+            _table(["Feature", "Turned on", "Findings", "P50", "P80"], rows, numeric=(2, 3, 4))]
+
+
+_CONTEXT_TITLES = (
+    ("opt-in", "Opt-in findings"), ("evaluation", "Evaluation path"), ("host", "Host-side data loading (no cost)"),
+    ("neuron-native", "Already Neuron or XLA (no cost)"), ("off-path", "Off the training path"),
+)
+
+
+def _context_findings(report: Report) -> list[str]:
+    out: list[str] = []
+    for context, title in _CONTEXT_TITLES:
+        fs = [f for f in report.off_path if (f.context or "off-path") == context]
+        if context == "evaluation" and fs and report.evaluation is not None:
+            title += f" (P50 {_pd(report.evaluation.estimate.p50)} person-days)"
+        out += _findings(f"{title} ({len(fs)})", fs, reason=True)
+    return out
 
 
 def render(report: Report) -> str:
@@ -177,13 +202,16 @@ def render(report: Report) -> str:
         f"<style>{CSS}</style></head><body><main>",
         f"<h1>Trainium port readiness: <code>{_e(root)}</code></h1>",
         f'<p class="sub">{report.files_scanned} files scanned · target {_e(report.target)} · '
-        f"{len(report.off_path)} findings off the training path, not in the estimate</p>",
+        f"{len(report.off_path)} findings outside the must-port estimate (opt-in, evaluation, host-side, "
+        "already Neuron, off the path)</p>",
         *_summary(report),
         *_drivers(report),
         *_breakeven(report),
         *_tasks(report),
-        *_findings(f"Findings on the training path ({len(report.findings)})", report.findings),
-        *_findings(f"Off the training path ({len(report.off_path)})", report.off_path, reason=True),
+        *_findings(f"Must-port findings: the training step in the default configuration ({len(report.findings)})",
+                   report.findings),
+        *_opt_in(report),
+        *_context_findings(report),
     ]
     if report.diagnostics:
         rows = [[f"<code>{_e(d.path)}{':' + str(d.line) if d.line else ''}</code>", _e(d.kind), _e(d.message)]

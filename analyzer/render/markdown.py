@@ -96,6 +96,31 @@ def drivers(report: Report) -> list[str]:
     ]
 
 
+_ELSEWHERE = (("host", "host-side (data loading on the CPU)"), ("neuron-native", "already Neuron or XLA code"),
+              ("off-path", "off the training path"))
+
+
+def not_in_estimate(report: Report) -> list[Block]:
+    """The opt-in features (each with its switch and cost), the evaluation path, and what costs
+    nothing: the estimate above is the must-port part only."""
+    out: list[Block] = []
+    if report.opt_in:
+        rows = [f"| {code(p.name)} | {inline(p.gate)} | {len(p.findings)} | {_pd(p.estimate.p50)} / {_pd(p.estimate.p80)} |"
+                for p in report.opt_in]
+        out.append(Table(f"Opt-in features, not in the estimate ({len(report.opt_in)}; "
+                         "<code>--include-opt-in NAME</code> adds one)", rows,
+                         header=("| Feature | Turned on | Findings | P50 / P80 person-days |", "|---|---|---:|---:|")))
+    counts = report.context_counts()
+    parts = []
+    if report.evaluation is not None:
+        e = report.evaluation.estimate
+        parts.append(f"evaluation path {_plural(counts.get('evaluation', 0), 'finding')} (P50 {_pd(e.p50)} person-days)")
+    parts += [f"{_plural(counts[c], 'finding')} {label}" for c, label in _ELSEWHERE if counts.get(c)]
+    if parts:
+        out.append("Also not in the estimate: " + "; ".join(parts) + ".")
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Fitting under the limit
 
@@ -170,9 +195,7 @@ def render(report: Report) -> str:
     d = drivers(report)
     if d:
         blocks.append("\n".join(d))
-    if report.off_path:
-        blocks.append(f"{_plural(len(report.off_path), 'finding')} off the training path "
-                      "(no training entry point reaches them) are not in the estimate.")
+    blocks.extend(not_in_estimate(report))
     note = report.extra.get("baseline")
     if isinstance(note, dict) and "known" in note:
         blocks.append(f"Only findings that are not in the baseline are listed ({note['known']} known ones are not).")

@@ -88,6 +88,10 @@ def _result(report: Report, f: Finding, index: int, rule: Rule | None, fp: str, 
         props["taskPersonDays"] = task.person_days.to_dict()
     if f.scope:
         props["scope"] = f.scope
+    if f.context:
+        props["context"] = f.context
+    if f.gate:
+        props["gate"] = f.gate
     return {
         "ruleId": f.rule,
         "ruleIndex": index,
@@ -141,6 +145,10 @@ def render(report: Report, catalog: Catalog | None = None) -> str:
             "p50PersonDays": round(est.p50, 2),
             "p80PersonDays": round(est.p80, 2),
             "filesScanned": report.files_scanned,
+            "contexts": report.context_counts(),
+            "optIn": [{"feature": p.name, "gate": p.gate, "p50PersonDays": round(p.estimate.p50, 2),
+                       "p80PersonDays": round(p.estimate.p80, 2), "findings": len(p.findings)} for p in report.opt_in],
+            **({"evaluationP50PersonDays": round(report.evaluation.estimate.p50, 2)} if report.evaluation else {}),
         },
     }
     doc = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}

@@ -22,6 +22,73 @@ def _pd(x: float) -> str:
     return f"{x:.1f}"
 
 
+_LIST = 20  # findings listed per section; the JSON has them all
+_SECTIONS = (
+    ("evaluation", "Evaluation path (not in the estimate)"),
+    ("host", "Host-side data loading (runs on the CPU: no cost)"),
+    ("neuron-native", "Already on Neuron or XLA (no cost)"),
+    ("off-path", "Off the training path (not in the estimate)"),
+)
+
+
+def _line(f: Finding, why: str | None, s) -> str:
+    return f"  {f.path}:{_loc(f)}  {f.rule}  {f.message}" + (s(f"  [{why}]", dim=True) if why else "")
+
+
+def _listing(fs: list[Finding], s, why=lambda f: f.details.get("off_path_reason")) -> list[str]:
+    out = [_line(f, why(f), s) for f in fs[:_LIST]]
+    if len(fs) > _LIST:
+        out.append(f"  ... and {len(fs) - _LIST} more (see --format json)")
+    return out
+
+
+def _other_contexts(report: Report, s) -> list[str]:
+    """The findings outside the must-port part, by where they run."""
+    out: list[str] = []
+    if report.opt_in:
+        out.append(s(f"Opt-in features ({len(report.opt_in)}, not in the estimate; add with --include-opt-in NAME)", bold=True))
+        for p in report.opt_in:
+            n = len(p.findings)
+            out.append(f"  {s(p.name, fg='cyan')}  {p.gate} · {n} finding{'s' if n != 1 else ''} · "
+                       f"P50 {_pd(p.estimate.p50)} / P80 {_pd(p.estimate.p80)} person-days")
+            out.extend("  " + line for line in _listing([report.off_path[i] for i in p.findings], s, lambda f: None))
+        out.append("")
+    for context, title in _SECTIONS:
+        fs = [f for f in report.off_path if (f.context or "off-path") == context]
+        if not fs:
+            continue
+        head = f"{title} · {len(fs)} finding{'s' if len(fs) != 1 else ''}"
+        if context == "evaluation" and report.evaluation is not None:
+            e = report.evaluation.estimate
+            head += f" · P50 {_pd(e.p50)} / P80 {_pd(e.p80)} person-days"
+        out.append(s(head, bold=True))
+        out.extend(_listing(fs, s, (lambda f: f.details.get("off_path_reason")) if context == "off-path" else (lambda f: None)))
+        out.append("")
+    return out
+
+
+def _library_line(reach: dict) -> str:
+    programs = [e for e in reach.get("extensions", ()) if e.get("kind") == "program" and e.get("on_path")]
+    if programs:
+        return "the CUDA training program" + ("s " if len(programs) > 1 else " ") + ", ".join(
+            f"{e['id'][8:].split('@')[0]} ({e['build']}:{e['line']})" for e in programs[:3])
+    return "every module (no training entry point found; name one with --entry)"
+
+
+def _not_costed(report: Report) -> str:
+    parts = []
+    if report.opt_in:
+        p50 = sum(p.estimate.p50 for p in report.opt_in)
+        parts.append(f"{len(report.opt_in)} opt-in feature{'s' if len(report.opt_in) != 1 else ''} (P50 {_pd(p50)})")
+    if report.evaluation is not None:
+        parts.append(f"evaluation path (P50 {_pd(report.evaluation.estimate.p50)})")
+    counts = report.context_counts()
+    for context, label in (("host", "host-side"), ("neuron-native", "already on Neuron"), ("off-path", "off the path")):
+        if counts.get(context):
+            parts.append(f"{counts[context]} {label}")
+    return " · ".join(parts)
+
+
 def render(report: Report, color: bool = False, width: int | None = None) -> str:
     def s(text: str, **kw) -> str:
         return click.style(text, **kw) if color else text
@@ -41,14 +108,7 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
                 out.append(f"{indent}{s('fix:', dim=True)} {fix[0]}")
                 out.extend(f"{indent}     {line}" for line in fix[1:])
         out.append("")
-    if report.off_path:
-        out.append(s(f"Off the training path ({len(report.off_path)} findings, not in the estimate)", bold=True))
-        for f in report.off_path[:20]:
-            why = f.details.get("off_path_reason")
-            out.append(f"  {f.path}:{_loc(f)}  {f.rule}  {f.message}" + (s(f"  [{why}]", dim=True) if why else ""))
-        if len(report.off_path) > 20:
-            out.append(f"  ... and {len(report.off_path) - 20} more (see --format json)")
-        out.append("")
+    out.extend(_other_contexts(report, s))
     if report.diagnostics:
         out.append(s(f"Not analysed ({len(report.diagnostics)})", bold=True))
         for d in report.diagnostics:
@@ -69,6 +129,9 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
         f"Readiness {est.score}/100 · effort: {cls} · P50 {_pd(est.p50)} / P80 {_pd(est.p80)} person-days "
         f"(range {_pd(est.person_days.low)}–{_pd(est.person_days.high)})"
     )
+    rest = _not_costed(report)
+    if rest:
+        out.append("Not in the estimate: " + rest)
     if est.drivers:
         by_id = {t.id: t for t in report.tasks}
         names = [f"{by_id[d].title} ({_pd(by_id[d].person_days.likely)} d)" for d in est.drivers if d in by_id]
@@ -76,9 +139,11 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     reach = report.extra.get("reach")
     if isinstance(reach, dict) and reach.get("mode"):
         entries = reach.get("entries") or []
-        how = {"entries": f"from {', '.join(entries[:3])}{' …' if len(entries) > 3 else ''}"
-                          f" ({'detected' if reach.get('detected') else 'named'})",
-               "library": "every module (no training entry point found; name one with --entry)",
+        reasons = reach.get("entry_reasons") or {}
+        shown = [f"{e} ({reasons[e]})" if reach.get("detected") and e in reasons else e for e in entries[:3]]
+        how = {"entries": f"from {', '.join(shown)}{' …' if len(entries) > 3 else ''}"
+                          f"{'' if reach.get('detected') else ' (named)'}",
+               "library": _library_line(reach),
                "files": "the files given"}.get(reach["mode"], reach["mode"])
         out.append(f"Training path: {how}")
     be = report.extra.get("breakeven")

@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 def load_scanners() -> None:
     """Import what scanning a file needs; a parallel scan calls it before forking, so no worker
     imports it again."""
-    from . import builds, imports, notebook, pyindex, screen  # noqa: F401
+    from . import builds, codefacts, configs, imports, launch, notebook, pyindex, screen  # noqa: F401
 
 
-KINDS = ("python", "notebook", "native", "cmake", "deps")
+KINDS = ("python", "notebook", "native", "cmake", "deps", "launch", "config")
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,8 @@ def read_text(job: FileJob, max_size: int, data: bytes | None = None) -> str:
                 raise _Skip("decode-error", f"bad encoding declaration: {e}") from None
             encoding = "utf-8"  # no cookie and not UTF-8: the decode below says where it breaks
     try:
-        text = data.decode(encoding)
+        # Launch files (READMEs, scripts) are read for commands: a stray byte must not hide them.
+        text = data.decode(encoding, errors="replace" if job.kind == "launch" else "strict")
     except LookupError:
         raise _Skip("decode-error", f"unknown encoding {encoding!r} declared") from None
     except UnicodeDecodeError as e:
@@ -279,25 +280,31 @@ def _ast_parse(text: str) -> ast.Module:
         return ast.parse(text)
 
 
-def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, screen: bool = False) -> PyResult | None:
+def parse_tree(text: str) -> ast.Module | None:
+    """Python's own parse of a file, once per file: the screen, the code facts and the syntax check
+    all read it. None when Python cannot parse it (libcst's diagnostic says where and why);
+    _TooDeep when the file is nested deeper than any parser should try."""
+    risky = nesting_risk(text)
+    try:
+        return _ast_parse(text)
+    except (RecursionError, MemoryError):
+        if risky:
+            raise _TooDeep("nested too deeply for Python's own parser; skipped") from None
+    except SyntaxError as e:
+        if risky and ("too many nested" in str(e) or "too complex" in str(e)):
+            raise _TooDeep(f"{e.msg}; skipped") from None
+    except ValueError:  # NUL bytes: libcst's diagnostic follows
+        pass
+    return None
+
+
+def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, tree: ast.Module | None,
+                 screen: bool = False) -> PyResult | None:
     """Match a Python source. `screen`: cut what no rule can match before libcst parses it
     (sources/screen.py); the hits come back with the file's own line numbers, and None means the
     screen found nothing any rule can match (then neither libcst nor python.py is loaded)."""
     module_name, is_package = module_name_of(rel)
-    risky = nesting_risk(text)
     screen = screen and ctx.screen and not collect_setup
-    tree = None
-    if risky or screen:
-        try:
-            tree = _ast_parse(text)
-        except (RecursionError, MemoryError):
-            if risky:
-                raise _TooDeep("nested too deeply for Python's own parser; skipped") from None
-        except SyntaxError as e:
-            if risky and ("too many nested" in str(e) or "too complex" in str(e)):
-                raise _TooDeep(f"{e.msg}; skipped") from None
-        except ValueError:  # NUL bytes: libcst's diagnostic follows
-            pass
     reduced = None
     if tree is not None and screen:
         from .screen import reduce_source
@@ -306,7 +313,6 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, scr
             reduced = reduce_source(text, tree, ctx.index, module_name, is_package)
         except RecursionError:  # a pathological expression: libcst decides on the whole file
             reduced = None
-    del tree
     if reduced is not None and not reduced.matchable:
         return None
     from .python import scan_module
@@ -324,6 +330,17 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, scr
         for h in res.hits:
             h.line = reduced.original_line(h.line)
     return res
+
+
+def _code_facts(tree: ast.Module | None, module_name: str, is_package: bool) -> dict:
+    if tree is None:
+        return {}
+    from .codefacts import code_facts
+
+    try:
+        return {"code": code_facts(tree, module_name, is_package)}
+    except RecursionError:  # a pathological expression: the module-level answer stands
+        return {}
 
 
 def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: ScanContext, rel: str,
@@ -378,18 +395,15 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
     module_name, is_package = module_name_of(job.rel)
     result.facts.update(python_facts(text, module_name, is_package))
     result.facts.update(build_facts(text))
+    tree = parse_tree(text)
+    result.facts.update(_code_facts(tree, module_name, is_package))
     idx = ctx.index
     is_setup = PurePosixPath(job.rel).name == "setup.py"
     collect_setup = is_setup and bool(ctx.dep_entries)
     if not (passes_prefilter(text, idx) or collect_setup):
         # Nothing here can match; still report a file that is not Python at all (ast is ~10x
         # cheaper than libcst; its rare disagreements, e.g. newer syntax, are settled by libcst).
-        try:
-            _ast_parse(text)
-            return
-        except (SyntaxError, ValueError):
-            pass
-        except RecursionError:
+        if tree is not None:
             return
         try:
             parse_module(text)
@@ -397,10 +411,11 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
             result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
     try:
-        res = _python_hits(text, job.rel, ctx, collect_setup, screen=True)
+        res = _python_hits(text, job.rel, ctx, collect_setup, tree, screen=True)
     except Unparseable as e:
         result.diagnostics.append(_syntax_diagnostic(job.rel, e, text))
         return
+    del tree
     result.parsed = True
     if res is None:
         return  # nothing to add (setup.py files, whose requirements are read here, are not screened)
@@ -424,10 +439,15 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
     source, where = join_cells(cells)
     module_name, _ = module_name_of(job.rel)
     result.facts.update(python_facts(source, module_name, False))
+    tree = parse_tree(source)
+    code = _code_facts(tree, module_name, False)
+    if code:
+        code["code"]["regions"] = []  # lines of the joined cells, not of a cell: not comparable
+        result.facts.update(code)
     if not passes_prefilter(source, ctx.index):
         return
     try:
-        res = _python_hits(source, job.rel, ctx, False)
+        res = _python_hits(source, job.rel, ctx, False, tree)
     except Unparseable:
         # One broken cell must not hide the others: report each broken cell, scan the rest
         # together (so imports in one cell still resolve names in the next).
@@ -442,7 +462,7 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
                 result.diagnostics.append(_syntax_diagnostic(job.rel, e, cell_source, cell_where))
         source, where = join_cells(good)
         try:
-            res = _python_hits(source, job.rel, ctx, False)
+            res = _python_hits(source, job.rel, ctx, False, None)
         except Unparseable as e:  # cells that parse alone but not together
             result.diagnostics.append(_syntax_diagnostic(job.rel, e, source, where))
             return
@@ -486,12 +506,29 @@ def _scan_deps(job: FileJob, text: str, ctx: ScanContext, result: FileResult) ->
         _add_dependency_hits(reqs, text.splitlines(), _Collector(result, ctx, Suppressions(text)), ctx, job.rel)
 
 
+def _scan_launch(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    from . import launch as launch_mod
+
+    result.facts.update(launch_mod.launch_facts(PurePosixPath(job.rel).name, text))
+
+
+def _scan_config(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    from . import configs as configs_mod  # PyYAML loads only for configuration files
+
+    try:
+        result.facts.update(configs_mod.config_facts(job.rel, text))
+    except configs_mod.ConfigError as e:
+        result.diagnostics.append(Diagnostic(job.rel, e.kind, e.message, e.line))
+
+
 _HANDLERS = {
     "python": _scan_python,
     "notebook": _scan_notebook,
     "native": _scan_native,
     "cmake": _scan_native,
     "deps": _scan_deps,
+    "launch": _scan_launch,
+    "config": _scan_config,
 }
 
 

@@ -169,7 +169,8 @@ _CMAKE_HERE = re.compile(r"\$\{(CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR|
 
 
 def build_facts(code: str, cmake: bool) -> dict:
-    """What a build needs to know: a C/C++ file's includes; a CMake file's targets and sources.
+    """What a build needs to know: a C/C++ file's includes; a CMake file's targets and sources,
+    and the CUDA programs it builds.
 
     CMake source paths are patterns relative to the CMake file's directory; a variable other than
     the current directory becomes `**` (reach.py matches patterns against the scanned files).
@@ -181,7 +182,92 @@ def build_facts(code: str, cmake: bool) -> dict:
     for m in _CMAKE_SOURCE.finditer(code):
         path = re.sub(r"\$\{[^}]*\}", "**", _CMAKE_HERE.sub("", m.group(0)))
         sources.append([_line_of(code, m.start()), path])
-    return {"cmake_build": bool(_CMAKE_TARGET.search(code)), "cmake_sources": sources}
+    return {"cmake_build": bool(_CMAKE_TARGET.search(code)), "cmake_sources": sources, **cmake_programs(code)}
+
+
+_CMAKE_COMMAND = re.compile(r"\b([A-Za-z_]\w*)[ \t]*\(")
+_CMAKE_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|([^\s"]+)')
+# add_executable / target_sources arguments that are not sources.
+_CMAKE_KEYWORDS = frozenset({
+    "WIN32", "MACOSX_BUNDLE", "EXCLUDE_FROM_ALL", "PRIVATE", "PUBLIC", "INTERFACE", "FILE_SET", "TYPE",
+    "BASE_DIRS", "FILES", "HEADERS", "CXX_MODULES", "OPTIONS",
+})
+_CMAKE_VAR = re.compile(r"^\$\{(\w+)\}$")
+
+
+def cmake_commands(code: str) -> list[tuple[str, list[str], int]]:
+    """(command in lower case, arguments, line) of comment-free CMake code; nested parentheses
+    and quoted arguments are kept whole, variables as written."""
+    out = []
+    pos = 0
+    while True:
+        m = _CMAKE_COMMAND.search(code, pos)
+        if m is None:
+            return out
+        depth, i, quote = 0, m.end() - 1, False
+        while i < len(code):
+            ch = code[i]
+            if quote:
+                if ch == "\\":
+                    i += 1
+                elif ch == '"':
+                    quote = False
+            elif ch == '"':
+                quote = True
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        body = code[m.end() : i]
+        args = [mm.group(1) if mm.group(2) is None else mm.group(2) for mm in _CMAKE_ARG.finditer(body)]
+        out.append((m.group(1).lower(), args, _line_of(code, m.start())))
+        pos = i + 1
+
+
+def cmake_programs(code: str) -> dict:
+    """{"programs": [...]}: executables built with CUDA (a `.cu` source, a `cuda_add_executable`,
+    or a project that enables the CUDA language); `cuda` says whether a CUDA source is listed."""
+    commands = cmake_commands(code)
+    lists: dict[str, list[str]] = {}
+    cuda_language = False
+    executables: dict[str, dict] = {}
+    for name, args, line in commands:
+        if name in ("set", "file", "list") and len(args) >= 2:
+            if name == "set":
+                lists[args[0]] = args[1:]
+            elif name == "file" and args[0].upper() in ("GLOB", "GLOB_RECURSE"):
+                lists[args[1]] = [a for a in args[2:] if a.upper() not in ("CONFIGURE_DEPENDS", "LIST_DIRECTORIES")]
+            elif name == "list" and args[0].upper() == "APPEND" and len(args) >= 3:
+                lists.setdefault(args[1], []).extend(args[2:])
+        elif name == "project":
+            cuda_language = cuda_language or "CUDA" in args[1:]
+        elif name == "enable_language":
+            cuda_language = cuda_language or "CUDA" in args
+        elif name in ("add_executable", "cuda_add_executable") and args:
+            if len(args) > 1 and args[1] in ("IMPORTED", "ALIAS"):
+                continue
+            srcs = [_CMAKE_HERE.sub("", a) for a in args[1:] if a not in _CMAKE_KEYWORDS]
+            executables[args[0]] = {"name": args[0], "line": line, "sources": srcs, "tool": "cmake",
+                                    "forced": name == "cuda_add_executable"}
+        elif name == "target_sources" and args and args[0] in executables:
+            executables[args[0]]["sources"].extend(_CMAKE_HERE.sub("", a) for a in args[1:] if a not in _CMAKE_KEYWORDS)
+
+    def is_cuda(src: str) -> bool:
+        m = _CMAKE_VAR.match(src)
+        values = lists.get(m.group(1), []) if m else [src]
+        return any(v.endswith((".cu", ".cuh")) for v in values)
+
+    programs = []
+    for exe in executables.values():
+        forced = exe.pop("forced")
+        cuda = any(is_cuda(s) for s in exe["sources"])
+        if cuda or cuda_language or forced:
+            programs.append({**exe, "cuda": cuda})
+    programs.sort(key=lambda p: (p["line"], p["name"]))
+    return {"programs": programs}
 
 
 def native_kind(name: str) -> str | None:

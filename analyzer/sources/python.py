@@ -185,6 +185,24 @@ def _handler_names(handler: cst.ExceptHandler) -> set[str]:
     return out
 
 
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "builtins.exit", "builtins.quit"})
+
+
+def raises(block: cst.CSTNode) -> bool:
+    """A block that gives up (raise, assert, sys.exit) rather than doing something else: an
+    `except ImportError:` or `else:` like that is an error message, not a fallback."""
+    for st in getattr(block, "body", ()):
+        small = st.body if type(st) is cst.SimpleStatementLine else [st]
+        for x in small:
+            if type(x) in (cst.Raise, cst.Assert):
+                return True
+            if type(x) is cst.Expr and type(x.value) is cst.Call:
+                parts = dotted_parts(x.value.func)
+                if parts and ".".join(parts) in _EXITS:
+                    return True
+    return False
+
+
 def _only_reraises(handler: cst.ExceptHandler) -> bool:
     last = _last_stmt(handler.body)
     body = getattr(handler.body, "body", [])
@@ -345,6 +363,8 @@ class PythonScanner(Walker):
         runtime_fallback = False
         for h in node.handlers:
             names = _handler_names(h)
+            if names & _IMPORT_ERRORS and raises(h.body):
+                continue  # `except ImportError: raise ...`: the import is required, not optional
             caught |= names
             if names & _RUNTIME_ERRORS and not _only_reraises(h):
                 runtime_fallback = True
@@ -370,6 +390,9 @@ class PythonScanner(Walker):
         if not is_capability_test(test):
             return
         ends_with_return = type(_last_stmt(node.body)) is cst.Return
+        gives_up = node.orelse is not None and type(node.orelse) is not cst.If and raises(node.orelse.body)
+        if gives_up:
+            return  # `if HAS_FLASH: ... else: raise ...`: no other path
         has_alternative = node.orelse is not None or ends_with_return
         kind = "kernel" if has_alternative else "import"
         self.guard_blocks[id(node.body)] = (kind, id(node), 0)
@@ -415,9 +438,10 @@ class PythonScanner(Walker):
             return None  # the scanned project's own package, e.g. flash_attn inside flash-attn
         owner = None
         fallback = False
-        if rule.fallback:
+        # A device call under `if torch.cuda.is_available(): ... else: ...` has a path for other devices.
+        if rule.fallback or rule.category == "device":
             kernel = [g for g in self.guards if g[0] == "kernel"]
-            if guarded:
+            if guarded and rule.fallback:
                 fallback = True
             elif kernel:
                 fallback = True

@@ -1,0 +1,846 @@
+"""Where a finding runs: the context every finding carries, and why.
+
+reach.py answers "can this module be imported from a training entry point?". A porting engineer
+asks "does this line run on the device, in the training step, in the default configuration?". This
+module answers the second question from the per-file code facts (sources/codefacts.py):
+
+- `step`: runs in the training job as configured by default: the must-port estimate.
+- `host`: runs in the data pipeline on the CPU (Dataset items, collate and worker functions); a
+  dynamic shape or an unsupported op there is not a device concern. Listed, not costed.
+- `opt-in`: runs only when a configuration value, command-line option or environment variable turns
+  it on (`only when args.fused_softmax`), when a table of alternatives is asked for a name other than
+  the default, or on another accelerator (`ascend/`, `rocm/`, ...). Costed per feature, apart.
+- `evaluation`: reached only from evaluation, inference, export or visualisation code. Its own
+  small estimate.
+- `neuron-native`: in a file that already targets Neuron or XLA (imports torch_neuronx, torch_xla,
+  neuronx_distributed, nki, ... or uses the `neuron`/`xla` device): the port is done there.
+- `off-path`: not run by the training job at all (reach.py's reasons, or no call reaches it).
+
+With training entry points, calls are followed function by function: an entry's module code, the
+functions it calls (through the imports the scan resolved), the classes it constructs (their
+`__init__`, `forward`, hooks a framework calls), methods called by name on objects whose class is
+reached, callbacks handed over as values. Each edge keeps the weakest label it passed: a call under
+a condition that is off by default makes everything behind it opt-in; a call into an evaluation
+function makes it evaluation; a call into a Dataset's `__getitem__` makes it host-side. What the
+analysis cannot see keeps the module-level answer: registered by a decorator, a table lookup whose
+key it cannot read, a scope name it cannot find. It never drops a finding: it re-labels it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
+from .sources.codefacts import MAIN
+STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
+_LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
+# Categories that are not device concerns when the code runs on the host.
+HOST_CATEGORIES = frozenset({"dynamic-shape", "host-sync", "unsupported-op", "precision"})
+# Categories whose constructs are Neuron's own in a file that already targets Neuron or XLA.
+NEURON_CATEGORIES = frozenset({"device", "distributed", "precision", "compile", "host-sync", "dynamic-shape",
+                               "unsupported-op", "dependency", "custom-cuda"})
+OTHER_ACCELERATORS = {
+    "ascend": "Ascend NPUs", "npu": "Ascend NPUs", "torch_npu": "Ascend NPUs", "rocm": "AMD GPUs (ROCm)",
+    "hip": "AMD GPUs (ROCm)", "amd": "AMD GPUs (ROCm)", "xpu": "Intel GPUs (XPU)", "intel": "Intel GPUs (XPU)",
+    "mps": "Apple GPUs (MPS)", "metal": "Apple GPUs (MPS)", "hpu": "Intel Gaudi (HPU)", "gaudi": "Intel Gaudi (HPU)",
+    "habana": "Intel Gaudi (HPU)", "mlu": "Cambricon MLUs", "musa": "Moore Threads GPUs",
+}
+EVAL_PATH = re.compile(r"(?i)^(eval|evals|evaluation|evaluate|inference|infer|export|exporters?|demo|demos"
+                       r"|visuali[sz]ation|serving|serve|deploy)$")
+EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|inference|infer|export|predict|demo|serve|serving)(_\w*)?\.py$")
+# Options whose switch selects evaluation rather than a feature.
+EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate)(_|$)")
+UNKNOWN = object()
+# Methods whose call, matched by name on any reached class, is evidence that a script trains.
+TRAINING_METHOD = re.compile(r"(?i)train|^fit$|finetune|^run$|^main$|^launch$")
+FALLBACK_CATEGORIES = frozenset({"custom-cuda", "triton", "gpu-library", "device"})
+PACKAGING_FILES = frozenset({"setup.py", "conftest.py", "noxfile.py", "fabfile.py"})
+_IMPLICIT = ("__init__", "__post_init__", "__call__", "__new__", "__enter__", "__exit__")
+
+
+@dataclass
+class Gate:
+    feature: str  # the switch a user turns on: an option, a variable, a table key, an accelerator
+    text: str  # "only when args.fused_softmax (default False)"
+    kind: str = "opt-in"  # or "evaluation"
+
+
+@dataclass
+class Context:
+    """The analysis' answers: a context per finding, and notes on what it could not resolve."""
+
+    function_level: bool = False
+    neuron_entries: bool = False  # every training entry already targets Neuron or XLA
+    compiled: bool = False  # the training path calls torch.compile outside any switch that is off
+    library: bool = False  # labels from a library's surface (no entry): unreached keeps the module answer
+    starts: list[str] = field(default_factory=list)
+    fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
+    auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
+    notes: list[str] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
+    gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
+    parents: dict[str, str] = field(default_factory=dict)  # node -> the node it was first reached from
+
+    def path_to(self, node: str, limit: int = 12) -> list[str]:
+        """How the training entry reaches a node: entry first."""
+        out = [node]
+        while out[-1] in self.parents and len(out) < limit:
+            out.append(self.parents[out[-1]])
+        return [n.replace("::", ":") if not n.endswith("::") else n[:-2] for n in reversed(out)]
+
+
+# ------------------------------------------------------------------------------------------ defaults
+
+
+class Defaults:
+    """The value a user gets without setting anything: argparse, click, absl and config-class
+    defaults, values of configuration files, module-level flags, and parameter defaults no call site
+    overrides. A name with two different defaults in the repository is unknown."""
+
+    def __init__(self, infos) -> None:
+        values: dict[str, list] = {}
+        self.flags: dict[tuple[str, str], list] = {}
+        self.passed: dict[str, list] = {}
+        for info in infos:
+            code = info.facts.get("code") or {}
+            for name, value, _line in code.get("options", ()):
+                values.setdefault(name, []).append(value)
+            for key, value, _line in info.facts.get("values", ()):  # YAML/JSON/TOML configuration files
+                values.setdefault(str(key).rsplit(".", 1)[-1], []).append(value)
+            for name, cond in (code.get("flags") or {}).items():
+                self.flags[(info.rel, name)] = cond
+            for kw, vals in (code.get("passed") or {}).items():
+                self.passed.setdefault(kw, []).extend(vals)
+        self.options = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in values.items()}
+        self.launched: dict[str, object] = {}  # options the training entry's launch commands set
+        self.bindings = {info.rel: (info.facts.get("code") or {}).get("bindings", {}) for info in infos}
+
+    def launch_options(self, launches: list[list[str]]) -> None:
+        """What the launch commands of the training entry set (`python train.py --fp16 --attn flash`):
+        the configuration a user actually runs. Commands that disagree leave the option unknown."""
+        seen: dict[str, list] = {}
+        for args in launches:
+            for name, value in _parse_args(args).items():
+                seen.setdefault(name, []).append(value)
+        self.launched = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in seen.items()}
+
+    def option(self, name: str, fallback=UNKNOWN):
+        if name in self.launched:
+            return self.launched[name]
+        v = self.options.get(name, UNKNOWN)
+        if v is UNKNOWN:
+            v = self.options.get(name.lstrip("_"), fallback)
+        return v
+
+    def evaluate(self, cond: list, rel: str, depth: int = 0):
+        """True/False/None/a value, or UNKNOWN."""
+        op = cond[0]
+        if op == "lit":
+            return cond[1]
+        if op == "train":
+            return True
+        if op == "opt":
+            return self.option(cond[1], cond[2] if len(cond) > 2 else UNKNOWN)
+        if op == "env":
+            return cond[2] if len(cond) > 2 else None
+        if op == "param":
+            vals = self.passed.get(cond[1], [])
+            return cond[2] if all(_same(v, cond[2]) for v in vals) else UNKNOWN
+        if op == "flag":
+            if depth > 3:
+                return UNKNOWN
+            inner = self.flags.get((rel, cond[1]))
+            if inner is None:
+                return UNKNOWN
+            return self.evaluate(inner, rel, depth + 1)
+        if op == "not":
+            v = self.evaluate(cond[1], rel, depth)
+            return UNKNOWN if v is UNKNOWN else not v
+        if op in ("and", "or"):
+            vals = [self.evaluate(c, rel, depth) for c in cond[1:]]
+            if op == "and":
+                if any(v is not UNKNOWN and not v for v in vals):
+                    return False
+                return UNKNOWN if any(v is UNKNOWN for v in vals) else vals[-1]
+            if any(v is not UNKNOWN and v for v in vals):
+                return True
+            return UNKNOWN if any(v is UNKNOWN for v in vals) else vals[-1]
+        if op == "conv":
+            v = self.evaluate(cond[2], rel, depth)
+            if v is UNKNOWN:
+                return UNKNOWN
+            try:
+                if cond[1] == "int":
+                    return int(v)
+                if cond[1] == "float":
+                    return float(v)
+                if cond[1] == "bool":
+                    return bool(v)
+                if cond[1] == "str":
+                    return str(v)
+                if v is None:
+                    return UNKNOWN
+                return getattr(str(v), cond[1])()
+            except (TypeError, ValueError):
+                return UNKNOWN
+        if op == "in":
+            v = self.evaluate(cond[1], rel, depth)
+            return UNKNOWN if v is UNKNOWN else any(_same(v, x) for x in cond[2])
+        if op == "cmp":
+            a, b = self.evaluate(cond[2], rel, depth), self.evaluate(cond[3], rel, depth)
+            if a is UNKNOWN or b is UNKNOWN:
+                return UNKNOWN
+            try:
+                return {"Eq": lambda: _same(a, b), "NotEq": lambda: not _same(a, b), "Is": lambda: a is b,
+                        "IsNot": lambda: a is not b, "Gt": lambda: a > b, "GtE": lambda: a >= b,
+                        "Lt": lambda: a < b, "LtE": lambda: a <= b}[cond[1]]()
+            except TypeError:
+                return UNKNOWN
+        return UNKNOWN
+
+    def describe(self, cond: list, rel: str) -> str:
+        """The defaults a condition was judged on: "default False"."""
+        names = sorted(set(_names(cond)))
+        parts = []
+        seen: set[str] = set()
+        for kind, name in names:
+            if kind == "opt":
+                v = self.option(name)
+                parts.append(f"{name} defaults to {_show(v)}")
+            elif kind == "env":
+                parts.append(f"${name} unset")
+            elif kind == "flag":
+                inner = self.flags.get((rel, name))
+                if inner is not None and name not in seen:
+                    seen.add(name)
+                    v = self.evaluate(inner, rel)
+                    parts.append(f"{name} is {_show(v)}" + (f": {self.describe(inner, rel)}" if self.describe(inner, rel) else ""))
+        return "; ".join(parts)
+
+
+def _parse_args(args: list[str]) -> dict[str, object]:
+    """`--fused-softmax --lr 3e-4 --attn=flash` -> {fused_softmax: True, lr: 0.0003, attn: "flash"}."""
+    out: dict[str, object] = {}
+    i = 0
+    while i < len(args):
+        a = str(args[i])
+        i += 1
+        if not a.startswith("--") or len(a) < 3:
+            continue
+        key, eq, value = a[2:].partition("=")
+        key = key.replace("-", "_")
+        if not eq:
+            if i < len(args) and not str(args[i]).startswith("-"):
+                value = str(args[i])
+                i += 1
+            else:
+                out[key] = True
+                continue
+        out[key] = _scalar(value)
+    return out
+
+
+def _scalar(text: str):
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text if "$" not in text else UNKNOWN
+
+
+def _names(cond: list):
+    if not cond:
+        return
+    if cond[0] in ("opt", "env") and len(cond) > 1 and isinstance(cond[1], str):
+        yield cond[0], cond[1]
+    elif cond[0] == "flag":
+        yield "flag", cond[1]
+    for x in cond[1:]:
+        if isinstance(x, list):
+            yield from _names(x)
+
+
+def _feature(cond: list) -> str:
+    for kind, name in _names(cond):
+        return name
+    return "condition"
+
+
+def _show(v) -> str:
+    return "unknown" if v is UNKNOWN else repr(v) if isinstance(v, str) else str(v)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or (isinstance(a, bool) and isinstance(b, bool) and a == b)
+    return a == b
+
+
+# ------------------------------------------------------------------------------------------ regions
+
+
+def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | None:
+    """The first region around `index` (innermost out) that is not taken by default, as a gate."""
+    regions = code.get("regions", ())
+    seen = 0
+    while 0 <= index < len(regions) and seen < 50:
+        start, end, cond, branch, parent, text = regions[index][:6]
+        v = defaults.evaluate(cond, rel)
+        if v is not UNKNOWN:
+            taken = bool(v) if branch == "body" else not bool(v)
+            if not taken:
+                names = [n for _, n in _names(cond)]
+                evaluation = cond[0] == "train" or _has_train(cond) or any(EVAL_OPTION.search(n) for n in names)
+                when = text if branch == "body" else f"not ({text})"
+                why = defaults.describe(cond, rel)
+                return Gate(_feature(cond) if not evaluation else "evaluation",
+                            f"only when {when}" + (f" ({why})" if why else ""),
+                            "evaluation" if evaluation else "opt-in")
+        index = parent
+        seen += 1
+    return None
+
+
+def in_fallback(code: dict, index: int) -> str | None:
+    """Whether a region (or one around it) is the GPU branch of a check with a PyTorch path beside it:
+    "auto" for a capability check (false on Trainium by itself: `HAS_TRITON`, `x.is_cuda`), "switch"
+    for a setting that is on by default (`use_triton_kernel=True`: someone must turn it off)."""
+    regions = code.get("regions", ())
+    seen = 0
+    while 0 <= index < len(regions) and seen < 50:
+        if len(regions[index]) > 6 and regions[index][6]:
+            return "auto" if regions[index][2] == ["cap"] else "switch"
+        index = regions[index][4]
+        seen += 1
+    return None
+
+
+def _has_train(cond: list) -> bool:
+    return cond[:1] == ["train"] or any(isinstance(x, list) and _has_train(x) for x in cond[1:])
+
+
+def line_gate(code: dict, line: int, rel: str, defaults: Defaults) -> Gate | None:
+    """The gate of the innermost condition region holding `line`."""
+    best = -1
+    best_span = None
+    for i, (start, end, *_rest) in enumerate(code.get("regions", ())):
+        if start <= line <= end and (best_span is None or end - start <= best_span):
+            best, best_span = i, end - start
+    return region_gate(code, best, rel, defaults) if best >= 0 else None
+
+
+# ------------------------------------------------------------------------------------------ graph
+
+
+class Graph:
+    """Function-level nodes (`rel::scope`, "" for a module's own code) and their labelled edges,
+    resolved lazily while the labels propagate."""
+
+    def __init__(self, infos, modules: dict[str, list[str]], defaults: Defaults) -> None:
+        self.code = {i.rel: (i.facts.get("code") or {}) for i in infos if i.kind in ("python", "notebook")}
+        self.modules = modules
+        self.defaults = defaults
+        self.methods: dict[str, list[tuple[str, str]]] = {}  # method name -> (rel, "Class.method")
+        self.class_methods: dict[tuple[str, str], list[str]] = {}
+        self.host_names: set[str] = set()
+        for rel, code in self.code.items():
+            self.host_names.update(code.get("host_values", ()))
+            for name, d in code.get("defs", {}).items():
+                if d[2] == "m":
+                    cls, _, meth = name.rpartition(".")
+                    self.methods.setdefault(meth, []).append((rel, name))
+                    self.class_methods.setdefault((rel, cls), []).append(name)
+        self._resolved: dict[tuple[str, str], list[str]] = {}
+
+    # ------------------------------------------------------------------ names
+
+    def files_of(self, module: str, importer: str) -> list[str]:
+        from .reach import _closest
+
+        rels = self.modules.get(module)
+        return _closest(importer, rels) if rels else []
+
+    def resolve(self, rel: str, ref: str, depth: int = 0) -> list[str]:
+        """Nodes a `q:` or `l:` reference of file `rel` names."""
+        key = (posixpath.dirname(rel) if ref.startswith("q:") else rel, ref)
+        hit = self._resolved.get(key)
+        if hit is not None:
+            return hit
+        out: list[str] = []
+        if ref.startswith("l:"):
+            out = self._in_file(rel, ref[2:].split("."), depth)
+        elif ref.startswith("q:") and depth < 5:
+            parts = ref[2:].split(".")
+            for i in range(len(parts), 0, -1):
+                files = self.files_of(".".join(parts[:i]), rel)
+                if not files:
+                    continue
+                rest = parts[i:]
+                for f in files:
+                    if not rest:
+                        out.append(f"{f}::")
+                        continue
+                    found = self._in_file(f, rest, depth)
+                    if not found:
+                        bound = self.code.get(f, {}).get("bindings", {}).get(rest[0])
+                        if bound:
+                            found = self.resolve(f, "q:" + ".".join([bound, *rest[1:]]), depth + 1)
+                    out.extend(found)
+                break
+        self._resolved[key] = out
+        return out
+
+    def _in_file(self, rel: str, parts: list[str], depth: int = 0) -> list[str]:
+        """The definition a dotted name in a file names: `Class.method`, `func`; an inherited attribute
+        of a class names the class. An attribute of a function (`op.register_fake`) calls nothing."""
+        defs = self.code.get(rel, {}).get("defs", {})
+        name = ".".join(parts)
+        if name in defs:
+            return [f"{rel}::{name}"]
+        owner = ".".join(parts[:-1])
+        if len(parts) > 1 and defs.get(owner, [None, None, None])[2] == "c":
+            return [f"{rel}::{owner}"]  # `Fn.apply`, `Model.from_pretrained`: inherited, they use the class
+        alias = self.code.get(rel, {}).get("aliases", {}).get(parts[0])
+        if alias and depth < 4:  # `attn = AttnFunction.apply` at module level
+            return self.resolve(rel, alias, depth + 1)
+        return []
+
+    # ------------------------------------------------------------------ edges
+
+    def def_of(self, node: str) -> list | None:
+        rel, _, scope = node.partition("::")
+        return self.code.get(rel, {}).get("defs", {}).get(scope) if scope else None
+
+    def target_label(self, node: str) -> int:
+        d = self.def_of(node)
+        if d is None:
+            return STEP
+        markers = d[3]
+        name = node.rpartition("::")[2].rsplit(".", 1)[-1]
+        if "eval" in markers:
+            return EVAL
+        if "host" in markers or name in self.host_names:
+            return HOST
+        return STEP
+
+    def edges(self, node: str):
+        """(target node or "a:name", edge label, gate) for everything `node` may run."""
+        rel, _, scope = node.partition("::")
+        code = self.code.get(rel)
+        if code is None:
+            return
+        gate_cache: dict[int, Gate | None] = {}
+
+        def gate_of(region: int) -> Gate | None:
+            if region < 0:
+                return None
+            if region not in gate_cache:
+                gate_cache[region] = region_gate(code, region, rel, self.defaults)
+            return gate_cache[region]
+
+        for ref, region in code.get("refs", {}).get(scope, ()):
+            g = gate_of(region)
+            label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
+            fb = in_fallback(code, region) if region >= 0 else None
+            if ref.startswith(("a:", "s:")):
+                yield "a:" + ref[2:], label, g, fb
+            else:
+                for target in self.resolve(rel, ref):
+                    yield target, label, g, fb
+        for mod, region in code.get("imports", {}).get(scope, ()):
+            g = gate_of(region)
+            label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
+            fb = in_fallback(code, region) if region >= 0 else None
+            for target in self.import_targets(rel, mod):
+                yield target, label, g, fb
+        for table, key, region in code.get("lookups", {}).get(scope, ()):
+            g = gate_of(region)
+            base = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
+            fb = in_fallback(code, region) if region >= 0 else None
+            for target, label, gg in self.lookup_edges(rel, table, key, base, g):
+                yield target, label, gg, fb
+        d = code.get("defs", {}).get(scope) if scope else None
+        if d is not None and d[2] == "c":
+            for meth in self.class_methods.get((rel, scope), ()):
+                m = meth.rsplit(".", 1)[-1]
+                if m in _IMPLICIT or ("hook" in code["defs"][meth][3] and d[5]):
+                    yield f"{rel}::{meth}", STEP, None, None
+            for base in d[4]:
+                if base.startswith(("q:", "l:")):
+                    for target in self.resolve(rel, base):
+                        yield target, STEP, None, None
+        if not scope:  # importing a module registers what its decorators register
+            for name, dd in code.get("defs", {}).items():
+                if "registered" in dd[3]:
+                    yield f"{rel}::{name}", STEP, None, None
+
+    def import_targets(self, rel: str, module: str) -> list[str]:
+        from .reach import _module_prefixes, _resolve
+
+        return [f"{f}::" for f in _resolve(_module_prefixes(module, self.modules), rel)]
+
+    def lookup_edges(self, rel: str, table: str, key: list, base: int, gate: Gate | None):
+        """A table of alternatives asked for a name: the default key's entry at the lookup's label,
+        the others opt-in; every entry when the key cannot be read (the module-level answer)."""
+        owner, entries = self.table(rel, table)
+        if not entries:
+            return
+        value = self.defaults.evaluate(key, rel)
+        for name, refs in sorted(entries.items()):
+            if value is UNKNOWN or _same(value, name):
+                label, g = base, gate
+            else:
+                label = max(base, OPTIN)
+                g = gate or Gate(name, f"only when {table} selects {name!r} (the default is {_show(value)})")
+            for ref in refs:
+                for target in self.resolve(owner, ref):
+                    yield target, label, g
+
+    def table(self, rel: str, name: str) -> tuple[str, dict]:
+        code = self.code.get(rel, {})
+        if name in code.get("registries", {}):
+            return rel, code["registries"][name]
+        bound = code.get("bindings", {}).get(name)
+        if bound and "." in bound:
+            mod, _, attr = bound.rpartition(".")
+            for f in self.files_of(mod, rel):
+                t = self.code.get(f, {}).get("registries", {}).get(attr)
+                if t:
+                    return f, t
+        return rel, {}
+
+
+def propagate(graph: Graph, entries: list[str],
+              skip_fallback: str | None = None) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
+    """The best label of every node reachable from the entries: a label never improves along a
+    path (step < host < evaluation < opt-in), and a node keeps the best path's label."""
+    label: dict[str, int] = {}
+    gates: dict[str, Gate] = {}
+    parent: dict[str, str] = {}  # node -> the node it was reached from (for `reached_via`)
+    name_label: dict[str, int] = {}
+    name_gate: dict[str, Gate | None] = {}
+    heap: list[tuple[int, str]] = []
+    counter = 0
+
+    def relax(node: str, lab: int, gate: Gate | None, via: str = "") -> None:
+        nonlocal counter
+        if lab < label.get(node, UNREACHED):
+            label[node] = lab
+            if via:
+                parent[node] = via
+            if gate is not None:
+                gates[node] = gate
+            else:
+                gates.pop(node, None)
+            heapq.heappush(heap, (lab, node))
+
+    for e in entries:
+        relax(e, STEP, None)
+    while heap:
+        lab, node = heapq.heappop(heap)
+        if lab != label.get(node):
+            continue
+        here_gate = gates.get(node)
+        for target, edge_label, gate, fb in graph.edges(node):
+            if fb and skip_fallback and (skip_fallback == "any" or fb == skip_fallback):
+                continue  # the GPU branch of a check with a PyTorch path: what only it reaches is a fallback
+            if target.startswith("a:"):
+                name = target[2:]
+                new = max(lab, edge_label)
+                if new < name_label.get(name, UNREACHED):
+                    name_label[name] = new
+                    name_gate[name] = gate if edge_label == new and gate is not None else here_gate
+                    for rel, meth in graph.methods.get(name, ()):
+                        cls_node = f"{rel}::{meth.rpartition('.')[0]}"
+                        cl = label.get(cls_node, UNREACHED)
+                        if cl < UNREACHED:
+                            m = f"{rel}::{meth}"
+                            relax(m, max(new, cl, graph.target_label(m)), name_gate[name] or gates.get(cls_node), node)
+                continue
+            new = max(lab, edge_label, graph.target_label(target))
+            g = here_gate if here_gate is not None else gate  # the outermost switch names the feature
+            relax(target, new, g, node)
+        d = graph.def_of(node)
+        if d is not None and d[2] == "c":  # a reached class: its methods already called by name
+            rel, _, scope = node.partition("::")
+            for meth in graph.class_methods.get((rel, scope), ()):
+                nl = name_label.get(meth.rsplit(".", 1)[-1], UNREACHED)
+                if nl < UNREACHED:
+                    m = f"{rel}::{meth}"
+                    relax(m, max(nl, lab, graph.target_label(m)), name_gate.get(meth.rsplit(".", 1)[-1]) or here_gate, node)
+        counter += 1
+    return label, gates, parent
+
+
+def _calls_compile(graph: Graph, node: str) -> bool:
+    rel, _, scope = node.partition("::")
+    code = graph.code.get(rel, {})
+    for ref, region in code.get("refs", {}).get(scope, ()):
+        if ref in ("q:torch.compile", "q:torch._dynamo.optimize") and region_gate(code, region, rel, graph.defaults) is None:
+            return True
+    return False
+
+
+def _starts(ctx: Context) -> list[str]:
+    return ctx.starts
+
+
+def library_roots(graph: Graph, rels: list[str]) -> list[str]:
+    """Module nodes, and every function and class of these files that nothing in the project names
+    (by resolved reference, attribute or string name, table entry or base class): a library's surface."""
+    referenced: set[str] = set()
+    names: set[str] = set()
+    for rel in rels:
+        code = graph.code.get(rel, {})
+        for scope, refs in code.get("refs", {}).items():
+            for ref, _region in refs:
+                if ref.startswith(("a:", "s:")):
+                    names.add(ref[2:])
+                else:
+                    referenced.update(graph.resolve(rel, ref))
+        for table in code.get("registries", {}).values():
+            for refs in table.values():
+                for ref in refs:
+                    referenced.update(graph.resolve(rel, ref))
+    roots = [f"{rel}::" for rel in rels]
+    for rel in rels:
+        for name, d in graph.code.get(rel, {}).get("defs", {}).items():
+            node = f"{rel}::{name}"
+            if node in referenced or (d[2] == "m" and name.rsplit(".", 1)[-1] in names):
+                continue
+            if "." in name:
+                continue  # methods run through their class (hooks, names); nested defs with their parent
+            roots.append(node)
+    return roots
+
+
+def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = None) -> str | None:
+    """The first function that trains (calls backward, steps an optimizer, runs a Trainer) that a
+    file's own code (or `start`) reaches by unconditional calls; None when none does."""
+    starts = [start] if start else [f"{rel}::", f"{rel}::{MAIN}"]
+    seen = set(starts)
+    todo = list(starts)
+    names: set[str] = set()
+    classes: set[str] = set()
+    while todo and len(seen) < limit:
+        node = todo.pop(0)
+        d = graph.def_of(node)
+        if d is not None and "trains" in d[3]:
+            return node
+        if d is not None and d[2] == "c":
+            classes.add(node)
+            r, _, scope = node.partition("::")
+            for meth in graph.class_methods.get((r, scope), ()):
+                if meth.rsplit(".", 1)[-1] in names and f"{r}::{meth}" not in seen:
+                    seen.add(f"{r}::{meth}")
+                    todo.append(f"{r}::{meth}")
+        for target, label, _gate, _fb in graph.edges(node):
+            if label != STEP:
+                continue
+            if target.startswith("a:"):
+                name = target[2:]
+                if name in names or not TRAINING_METHOD.search(name):
+                    continue  # by name, only a training method counts as evidence (`.step` may be a beam search)
+                names.add(name)
+                for r, meth in graph.methods.get(name, ()):
+                    m = f"{r}::{meth}"
+                    if f"{r}::{meth.rpartition('.')[0]}" in classes and m not in seen:
+                        seen.add(m)
+                        todo.append(m)
+                continue
+            if target not in seen and graph.target_label(target) == STEP:
+                seen.add(target)
+                todo.append(target)
+    code = graph.code.get(rel, {})
+    return f"{rel}::" if code.get("top_trains") else None
+
+
+# ------------------------------------------------------------------------------------------ findings
+
+
+def accelerator_of(path: str) -> str | None:
+    """Code for another accelerator: a folder (or a file stem) named for it."""
+    parts = path.split("/")
+    for p in parts[:-1]:
+        name = OTHER_ACCELERATORS.get(p.lower())
+        if name:
+            return name
+    stem = parts[-1].rsplit(".", 1)[0].lower()
+    for key, name in OTHER_ACCELERATORS.items():
+        if len(key) > 2 and (stem.endswith("_" + key) or stem.startswith(key + "_")):
+            return name
+    return None
+
+
+HOST_DIR = re.compile(r"(?i)^(data|datasets?|dataloaders?|loaders?|transforms?|augmentations?|augment|preprocessing|preprocess)$")
+HOST_FILE = re.compile(r"(?i)^(data|dataset|datasets|dataloader|transforms?|augment\w*|collat\w*|preprocess\w*|tokeni[sz]\w*)\.py$")
+
+
+def host_path(path: str) -> bool:
+    """The data pipeline by its place: `data/`, `datasets/`, `transforms/`, `preprocess*.py`, ..."""
+    parts = path.split("/")
+    return any(HOST_DIR.match(p) for p in parts[:-1]) or bool(HOST_FILE.match(parts[-1]))
+
+
+def evaluation_path(path: str) -> bool:
+    parts = path.split("/")
+    return any(EVAL_PATH.match(p) for p in parts[:-1]) or bool(EVAL_FILE.match(parts[-1]))
+
+
+def neuron_file(code: dict, facts: dict) -> bool:
+    if code.get("neuron"):
+        return True
+    from .sources.codefacts import NEURON_MODULES
+
+    return any(m == n or m.startswith(n + ".") for m in facts.get("imports", ()) for n in NEURON_MODULES)
+
+
+def node_of(code: dict, rel: str, scope: str) -> str | None:
+    """The innermost definition of a finding's scope that the facts know, as a node."""
+    defs = code.get("defs", {})
+    parts = scope.split(".") if scope else []
+    for i in range(len(parts), 0, -1):
+        name = ".".join(parts[:i])
+        if name in defs:
+            return f"{rel}::{name}"
+    return f"{rel}::" if not scope else None
+
+
+def markers_of(code: dict, scope: str) -> set[str]:
+    """Markers of every definition around a scope (a method of a Dataset is host code)."""
+    defs = code.get("defs", {})
+    parts = scope.split(".") if scope else []
+    out: set[str] = set()
+    for i in range(1, len(parts) + 1):
+        d = defs.get(".".join(parts[:i]))
+        if d is not None:
+            out.update(m for m in d[3] if m in ("eval", "host"))
+    return out
+
+
+def analyse(infos, reach, findings: list[Finding]) -> Context:
+    """Set `context` (and `gate`, `context_reason`) on every finding reach put on the path; findings
+    reach set aside are `off-path`."""
+    from .reach import UNREACHED as UNREACHED_REASON, module_names
+
+    info_by = {i.rel: i for i in infos}
+    defaults = Defaults(infos)
+    ctx = Context()
+    # A training path that starts in Neuron code (every entry already targets Neuron or XLA) is ported.
+    ctx.neuron_entries = bool(reach.entries) and all(
+        neuron_file((info_by[e].facts.get("code") or {}), info_by[e].facts) for e in reach.entries if e in info_by)
+    graph = Graph(infos, module_names(sorted(info_by)), defaults)
+    entries = [e for e in reach.entries if e in graph.code]
+    launches = [list(launch.get("args") or ()) for i in infos for launch in i.facts.get("launches", ())
+                if any(t in entries for t in _launch_targets_of(launch, i.rel, graph.modules, info_by))]
+    if launches:
+        defaults.launch_options(launches)
+    if reach.mode == "entries" and entries:
+        nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries] + [
+            f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
+        ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)
+        ctx.function_level = True
+        ctx.starts = nodes
+    elif reach.mode == "library":
+        # No entry: the library's surface is every module and every function or class nothing in it
+        # calls; labels then still say what only a switch, an evaluation or a fallback reaches.
+        on = [r for r in graph.code if not reach.reasons.get(r)]
+        ctx.starts = library_roots(graph, on)
+        ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
+        ctx.library = True
+    if ctx.labels:
+        solid = propagate(graph, list(_starts(ctx)), skip_fallback="any")[0]
+        ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
+        # of those, reached past a capability check alone: Trainium takes the PyTorch path by itself
+        auto = propagate(graph, list(_starts(ctx)), skip_fallback="switch")[0]
+        ctx.auto_fallback = {n for n in ctx.fallback_only if auto.get(n, UNREACHED) == STEP}
+        ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
+        ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
+    for f in findings:
+        if f.on_path is False:
+            # An evaluation or export tool nothing imports is still the evaluation path (not tests or docs).
+            evaluation = f.details.get("off_path_reason") == UNREACHED_REASON and evaluation_path(f.path)
+            f.context = "evaluation" if evaluation else "off-path"
+            continue
+        label_finding(f, info_by.get(f.path), graph, defaults, ctx)
+    return ctx
+
+
+def _launch_targets_of(launch: dict, rel: str, modules, info_by) -> list[str]:
+    from .reach import _launch_targets
+
+    return _launch_targets(launch, rel, modules, info_by)
+
+
+def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Context) -> None:
+    facts = info.facts if info is not None else {}
+    code = facts.get("code") or {}
+    context, gate, reason = "step", None, ""
+    accel = accelerator_of(f.path)
+    if accel is not None:
+        context, gate = "opt-in", Gate(accel.split(" (")[0].lower().replace(" ", "-"), f"only on {accel}")
+    elif code and neuron_file(code, facts) and f.category in NEURON_CATEGORIES:
+        context, reason = "neuron-native", "this file already targets Neuron or XLA"
+    elif ctx.neuron_entries and f.category in NEURON_CATEGORIES:
+        context, reason = "neuron-native", "the training entry already targets Neuron or XLA"
+    else:
+        label = STEP
+        scope = f.scope
+        kernel = f.details.get("kernel")
+        if kernel and f"{scope}.{kernel}".lstrip(".") in code.get("defs", {}):
+            scope = f"{scope}.{kernel}".lstrip(".")  # a kernel's decorator runs at its definition; its body when launched
+        packaging = f.path.rsplit("/", 1)[-1] in PACKAGING_FILES  # run by pip, not imported by the trainer
+        span = code.get("main_span") or []
+        in_main = not scope and span and span[0] <= f.line <= span[1]
+        if (ctx.function_level or ctx.library) and code and not packaging:
+            node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
+            if node is not None:
+                label = ctx.labels.get(node, UNREACHED)
+                if label == UNREACHED and ctx.library:
+                    label = STEP  # a library's code nothing calls is its surface: the module-level answer
+                elif label == UNREACHED:
+                    context = "off-path"
+                    what = f"`{scope}`" if scope else ("its `__main__` block (imported, never run as a script)"
+                                                       if in_main else "this module's code")
+                    reason = f"no call from the training entry reaches {what}"
+                elif label == OPTIN:
+                    gate = ctx.gates.get(node)
+                if label != UNREACHED and node in ctx.parents:
+                    f.details["reached_via"] = " > ".join(ctx.path_to(node))
+                if label == STEP and node in ctx.fallback_only and not f.fallback and f.category in FALLBACK_CATEGORIES:
+                    if node in ctx.auto_fallback:
+                        f.fallback = True  # a capability check picks the PyTorch path on Trainium by itself
+                        f.details["fallback_at_caller"] = True
+                    else:
+                        f.details["pytorch_path"] = True  # a setting picks the GPU path: switch, validate, optimise
+        if context != "off-path":
+            local = line_gate(code, f.line, f.path, defaults) if code else None
+            markers = markers_of(code, scope) if code else set()
+            if local is not None and local.kind == "evaluation":
+                label = max(label, EVAL)
+            elif local is not None:
+                label, gate = max(label, OPTIN), (gate if label == OPTIN and gate else local)
+            if "eval" in markers or evaluation_path(f.path):
+                label = max(label, EVAL)
+            if "host" in markers or (label == STEP and host_path(f.path)):
+                label = max(label, HOST)
+            if label == HOST and f.category not in HOST_CATEGORIES:
+                label = STEP  # a CUDA call in a Dataset still needs CUDA
+            context = _LABEL_CONTEXT.get(label, "step")
+            if context == "opt-in" and gate is None:
+                gate = Gate("condition", "only under a condition that is off by default")
+            if context != "opt-in":
+                gate = None
+    f.context = context
+    if gate is not None:
+        f.gate = gate.text
+        f.details["feature"] = gate.feature
+    if reason:
+        f.details["context_reason"] = reason

@@ -1,0 +1,751 @@
+"""What each function of a Python file refers to, and under which conditions: the per-file half of
+function-level reachability (analyzer/context.py is the other half).
+
+Read from Python's own `ast` tree, which the scan parses once per file anyway (the screen, or the
+syntax check of files no rule can match), so it costs a walk, never a second parse. Everything here
+is a plain JSON-able record cached with the file's result:
+
+- `defs`: every function and class, by the scope name findings carry (`Class.method`,
+  `outer.inner`): [line, end line, kind ("f" function, "m" method, "c" class), markers]. Markers say
+  what a porting engineer reads from the name and shape: `eval` (evaluation, inference, export),
+  `host` (Dataset items, collate and worker functions: runs on the CPU), `hook` (a framework calls it
+  by name), `trains` (calls backward or steps an optimizer), `registered` (a decorator registers it).
+- `refs`: per scope, what it may call: `q:<qualified name>` (resolved through the file's imports),
+  `l:<name>` (a top-level name of this file), `a:<name>` (an attribute or method name on some object:
+  resolved later by name among the classes that are reached), each with the index of the innermost
+  condition region it sits in (-1 for none).
+- `regions`: conditions on configuration (`if args.fused_softmax:`, `if os.environ.get("X") == "1":`,
+  `if not self.training:`): [first line, last line, condition, branch ("body"/"else"), parent region,
+  text]. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
+  found anywhere in the repository; whatever it cannot read is ["?"] (unknown: never a gate).
+- `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
+  flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
+  classes: [name, value, line].
+- `registries` and `lookups`: tables of callables chosen by name (`{"flash": flash_fwd, ...}`) and
+  where a reached scope picks from one (`TABLE[cfg.attn]`).
+- `bindings`: the file's top-level import bindings (so `from .ops import x` in a package's
+  `__init__` is followed), `imports` per scope, `flags` (module-level names assigned from a
+  condition), `passed` (keyword literal values passed in calls, for parameter flags), `neuron`
+  (the file already targets Neuron or XLA).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .imports import absolute
+
+# Names of functions that evaluate, infer, export or visualise rather than train.
+EVAL_NAME = re.compile(
+    r"(?i)^_*(evaluate|evaluation|eval|validate|validation|valid|predict|prediction|inference|infer|generate"
+    r"|sample|sampling|export|visuali[sz]e|plot|demo|benchmark)(_\w*)?$"
+    r"|^_*\w+_(eval|evaluate|evaluation|validation|validate|predict|prediction|inference|export|generate)$"
+    r"|^_*(validation|test|predict)_step(_end)?$|^on_(validation|test|predict)\w*$|^test_\w*dataloader$"
+    r"|^val_dataloader$"
+)
+# Functions that run in the data pipeline on the host.
+HOST_NAME = re.compile(r"(?i)collat|^_*(pre)?process\w*|^_*tokeni[sz]e\w*|^worker_init\w*|^_*load_(data|dataset)\w*")
+HOST_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__", "__len__"})
+HOST_CLASS = re.compile(r"(?i)(dataset|datamodule|collat|sampler|tokeni[sz]er|preprocess|augment|transform)s?$")
+HOST_KEYWORDS = frozenset({"collate_fn", "worker_init_fn", "transform", "transforms", "target_transform"})
+# Methods a framework calls by name (nn.Module, Lightning, Trainer subclasses, datasets).
+HOOK_NAME = re.compile(
+    r"^(forward|__\w+__|\w*_step(_end)?|on_\w+|configure_\w+|setup|teardown|prepare_\w*|\w*_dataloader"
+    r"|compute_loss|training_step|reset_parameters|_init_weights|_reset_parameters|backward|extra_repr|hook\w*)$"
+)
+CONFIG_ROOTS = frozenset({
+    "args", "arguments", "opt", "opts", "option", "options", "config", "conf", "cfg", "hparams", "hp", "params",
+    "flags", "FLAGS", "training_args", "train_args", "model_args", "data_args", "script_args", "settings",
+    "hyperparams", "cmd_args", "parsed_args", "train_config", "model_config", "trainer_config",
+})
+CONFIG_CLASS = re.compile(r"(Config|Cfg|Configuration|Args|Arguments|Options|Params|Settings|Hparams|HParams)$")
+NEURON_MODULES = ("torch_neuronx", "torch_xla", "neuronx_distributed", "neuronxcc", "nki", "libneuronxla",
+                  "optimum.neuron", "neuronx_distributed_training")
+_NEURON_DEVICE = re.compile(r"""["'](neuron|xla)(:\d+)?["']""")
+_ENV = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
+MAIN = "<main>"  # the scope of a module's `if __name__ == "__main__":` block
+_MAX_REFS = 400  # per scope: a generated table of thousands of names is not a call graph
+
+
+def _chain(node: ast.AST) -> list[str] | None:
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
+def _literal(node: ast.AST):
+    if type(node) is ast.Constant and type(node.value) in (str, int, float, bool, type(None)):
+        return node.value
+    if type(node) is ast.UnaryOp and type(node.op) is ast.USub and type(node.operand) is ast.Constant:
+        v = node.operand.value
+        return -v if type(v) in (int, float) else ...
+    return ...  # Ellipsis: not a literal
+
+
+def _text(node: ast.AST, limit: int = 80) -> str:
+    try:
+        s = " ".join(ast.unparse(node).split())
+    except Exception:  # noqa: BLE001 - unparse of odd trees: no text rather than no facts
+        return ""
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+class _Facts:
+    def __init__(self, module_name: str, is_package: bool) -> None:
+        self.module_name = module_name
+        self.is_package = is_package
+        self.bindings: dict[str, str] = {}  # top-level name -> qualified name (imports)
+        self.local: set[str] = set()  # top-level defs and classes
+        self.defs: dict[str, list] = {}
+        self.refs: dict[str, dict[str, int]] = {}
+        self.imports: dict[str, list[str]] = {}
+        self.regions: list[list] = []
+        self.options: list[list] = []
+        self.registries: dict[str, dict[str, list[str]]] = {}
+        self.lookups: dict[str, list[list]] = {}
+        self.flags: dict[str, list] = {}
+        self.aliases: dict[str, str] = {}
+        self.passed: dict[str, list] = {}
+        self.host_values: set[str] = set()
+        self.neuron = False
+        self.main_guard = 0
+        self.main_span: list[int] = []
+        self.top_trains = False
+        self.params: dict[str, dict[str, object]] = {}  # scope -> flag-like parameter defaults
+
+    # ------------------------------------------------------------------ resolution
+
+    def ref_of(self, parts: list[str], cls: str | None, nested=()) -> str | None:
+        head = parts[0]
+        for scope, names in reversed(nested):
+            if head in names:
+                return "l:" + ".".join([scope, *parts])
+        if head in ("self", "cls") and cls is not None and len(parts) > 1:
+            return "a:" + parts[1]
+        q = self.bindings.get(head)
+        if q is not None:
+            return "q:" + ".".join([q, *parts[1:]])
+        if head in self.local:
+            return "l:" + ".".join(parts)
+        if len(parts) > 1:
+            return "a:" + parts[-1]
+        return None
+
+    # ------------------------------------------------------------------ conditions
+
+    def cond(self, node: ast.AST, params: dict[str, object]) -> list:
+        """A condition as a small tree: ["opt", name], ["env", NAME], ["lit", v], ["not", c],
+        ["and"/"or", c...], ["cmp", op, c, c], ["in", c, [values]], ["?"]."""
+        t = type(node)
+        if t is ast.BoolOp:
+            return ["and" if type(node.op) is ast.And else "or", *(self.cond(v, params) for v in node.values)]
+        if t is ast.UnaryOp and type(node.op) is ast.Not:
+            return ["not", self.cond(node.operand, params)]
+        if t is ast.Compare and len(node.ops) == 1:
+            op = type(node.ops[0]).__name__
+            right = node.comparators[0]
+            if op in ("In", "NotIn") and type(right) is ast.Name and right.id == "os":
+                return ["?"]
+            if op in ("In", "NotIn") and _chain(right) == ["os", "environ"]:
+                name = _literal(node.left)
+                c = ["env", name] if type(name) is str else ["?"]
+                return c if op == "In" else ["not", c]
+            if op in ("In", "NotIn") and type(right) in (ast.Tuple, ast.List, ast.Set):
+                values = [_literal(e) for e in right.elts]
+                if any(v is ... for v in values):
+                    return ["?"]
+                c = ["in", self.cond(node.left, params), values]
+                return c if op == "In" else ["not", c]
+            if op in ("Eq", "NotEq", "Is", "IsNot", "Gt", "GtE", "Lt", "LtE"):
+                return ["cmp", op, self.cond(node.left, params), self.cond(right, params)]
+            return ["?"]
+        lit = _literal(node)
+        if lit is not ...:
+            return ["lit", lit]
+        if t is ast.Call:
+            parts = _chain(node.func)
+            if parts:
+                q = self.bindings.get(parts[0], parts[0])
+                full = ".".join([q, *parts[1:]])
+                if full in _ENV and node.args:
+                    name = _literal(node.args[0])
+                    default = _literal(node.args[1]) if len(node.args) > 1 else None
+                    return ["env", name, default] if type(name) is str and default is not ... else ["?"]
+                if parts == ["getattr"] and len(node.args) >= 2:
+                    name = _literal(node.args[1])
+                    root = _chain(node.args[0])
+                    if type(name) is str and root and self.config_root(root):
+                        default = _literal(node.args[2]) if len(node.args) > 2 else None
+                        return ["opt", name, default] if default is not ... else ["opt", name]
+                if parts[-1] in ("int", "bool", "float", "str", "lower", "strip", "upper") and (node.args or parts[-1] in ("lower", "strip", "upper")):
+                    inner = node.args[0] if node.args else node.func.value if type(node.func) is ast.Attribute else None
+                    if inner is not None:
+                        return ["conv", parts[-1], self.cond(inner, params)]
+            if type(node.func) is ast.Attribute and node.func.attr in ("lower", "strip", "upper") and not node.args:
+                return ["conv", node.func.attr, self.cond(node.func.value, params)]
+            return ["?"]
+        if t is ast.Subscript:
+            if _chain(node.value) == ["os", "environ"]:
+                name = _literal(node.slice)
+                return ["env", name, None] if type(name) is str else ["?"]
+            return ["?"]
+        parts = _chain(node)
+        if parts:
+            if parts[-1] == "training" and len(parts) >= 2:
+                return ["train"]  # `self.training` / `model.training`: True in the training job
+            if len(parts) >= 2 and self.config_root(parts):
+                return ["opt", parts[-1]]
+            if len(parts) == 2 and parts[0] == "self" and _FLAG_PARAM.search(parts[1]):
+                return ["opt", parts[1]]  # `self.use_flash = config.use_flash` in __init__
+            if len(parts) == 1:
+                if parts[0] in params:
+                    return ["param", parts[0], params[parts[0]]]
+                return ["flag", parts[0]]
+        return ["?"]
+
+    @staticmethod
+    def config_root(parts: list[str]) -> bool:
+        """`args.x`, `self.args.x`, `self.config.x`, `cfg.model.x`: a read of a configuration value."""
+        names = parts[:-1]
+        if names and names[0] in ("self", "cls"):
+            names = names[1:]
+        return bool(names) and (names[0] in CONFIG_ROOTS or names[-1] in CONFIG_ROOTS
+                                or names[0].endswith(("config", "args", "cfg", "_opts")))
+
+
+def _is_trains_call(node: ast.Call) -> bool:
+    f = node.func
+    if type(f) is ast.Attribute:
+        if f.attr == "backward":
+            recv = _chain(f.value)  # `torch.autograd.backward(...)` in an autograd Function is not a loop
+            return not (recv and recv[-1] in ("autograd", "ctx")) and not (type(f.value) is ast.Name and f.value.id == "super")
+        if f.attr == "step":
+            recv = _chain(f.value)
+            return bool(recv) and bool(re.search(r"(?i)optim|opt$|scaler", recv[-1]))
+        if f.attr in ("fit", "train") and (recv := _chain(f.value)) and re.search(r"(?i)trainer|engine|runner", recv[-1]):
+            return True
+        parts = _chain(f)
+        return bool(parts) and len(parts) >= 2 and parts[-2] == "optim" and parts[-1][:1].isupper()
+    if type(f) is ast.Name:
+        return f.id.endswith("Trainer") or f.id in ("Adam", "AdamW", "SGD")
+    return False
+
+
+def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
+    """The function-level facts of one parsed file (see the module docstring)."""
+    fx = _Facts(module_name, is_package)
+    _bind_top(fx, tree)
+    _Walk(fx).run(tree)
+    out = {
+        "defs": fx.defs,
+        "refs": {s: sorted(r.items()) for s, r in fx.refs.items() if r},
+        "imports": {s: _least_gated(m) for s, m in fx.imports.items() if m},
+        "regions": fx.regions,
+        "options": fx.options,
+        "bindings": fx.bindings,
+        "main_guard": fx.main_guard,
+        "main_span": fx.main_span,
+        "top_trains": fx.top_trains,
+    }
+    for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
+                       ("passed", {k: v for k, v in sorted(fx.passed.items())}),
+                       ("host_values", sorted(fx.host_values))):
+        if value:
+            out[key] = value
+    if fx.neuron:
+        out["neuron"] = True
+    return out
+
+
+def _bind_top(fx: _Facts, tree: ast.Module) -> None:
+    """Top-level import bindings and definitions (also inside module-level if/try blocks)."""
+    stack = [tree.body]
+    while stack:
+        for node in stack.pop():
+            t = type(node)
+            if t is ast.Import:
+                for a in node.names:
+                    fx.bindings[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                    _note_neuron(fx, a.name)
+            elif t is ast.ImportFrom:
+                mod = absolute(node.module or "", node.level, fx.module_name, fx.is_package)
+                _note_neuron(fx, mod)
+                for a in node.names:
+                    if a.name != "*":
+                        fx.bindings[a.asname or a.name] = f"{mod}.{a.name}" if mod else a.name
+            elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                fx.local.add(node.name)
+            elif t is ast.If:
+                stack.append(node.body)
+                stack.append(node.orelse)
+            elif t is ast.Try or t.__name__ == "TryStar":
+                stack.append(node.body)
+                stack.extend(h.body for h in node.handlers)
+                stack.append(node.orelse)
+            elif t in (ast.Assign, ast.AnnAssign):
+                targets = node.targets if t is ast.Assign else [node.target]
+                for tg in targets:
+                    if type(tg) is ast.Name:
+                        fx.local.add(tg.id)
+    for name in list(fx.bindings):
+        fx.local.discard(name)
+
+
+def _note_neuron(fx: _Facts, module: str) -> None:
+    if module and any(module == m or module.startswith(m + ".") for m in NEURON_MODULES):
+        fx.neuron = True
+
+
+class _Walk:
+    """One pass over the tree with a stack of scopes and of condition regions."""
+
+    def __init__(self, fx: _Facts) -> None:
+        self.fx = fx
+        self.scope = ""  # the scope name findings use
+        self.cls: str | None = None  # the enclosing class of a method
+        self.region = -1
+        self.params: dict[str, object] = {}
+        self.config_class = False  # inside a dataclass-like configuration class
+        self.in_try = 0  # module-level statements under try: capability checks, not configuration
+        self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
+
+    def run(self, tree: ast.Module) -> None:
+        self.body(tree.body)
+
+    # ------------------------------------------------------------------ statements
+
+    def body(self, stmts: list[ast.stmt]) -> None:
+        for st in stmts:
+            self.stmt(st)
+
+    def stmt(self, st: ast.stmt) -> None:
+        t = type(st)
+        fx = self.fx
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef):
+            self.function(st)
+        elif t is ast.ClassDef:
+            self.klass(st)
+        elif t is ast.If:
+            self.if_(st)
+        elif t is ast.Import or t is ast.ImportFrom:
+            if t is ast.Import:
+                mods = [a.name for a in st.names]
+            else:
+                mod = absolute(st.module or "", st.level, fx.module_name, fx.is_package)
+                mods = [mod] + ([f"{mod}.{a.name}" for a in st.names if a.name != "*"] if mod else [])
+                _note_neuron(fx, mod)
+            fx.imports.setdefault(self.scope, []).extend([m, self.region] for m in mods if m)
+            if self.scope:  # a function-level import binds a name for this function only
+                for a in st.names:
+                    if a.name != "*" and t is ast.ImportFrom:
+                        fx.bindings.setdefault(a.asname or a.name, f"{mods[0]}.{a.name}" if mods[0] else a.name)
+        else:
+            table = t in (ast.Assign, ast.AnnAssign) and not self.scope and self.top_assign(st)
+            if t is ast.AnnAssign and self.cls is not None and self.scope == self.cls:
+                self.field(st)
+            if not table:  # a table's entries are chosen by name, not called by building the table
+                self.expr_children(st)
+            is_try = t is ast.Try or t.__name__ == "TryStar"
+            self.in_try += is_try
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                sub = getattr(st, field, None)
+                if type(sub) is list:
+                    for s in sub:
+                        if type(s) is ast.ExceptHandler:
+                            self.body(s.body)
+                        elif isinstance(s, ast.stmt):
+                            self.stmt(s)
+            self.in_try -= is_try
+            if t.__name__ == "Match":
+                for case in st.cases:
+                    self.body(case.body)
+
+    def expr_children(self, st: ast.stmt) -> None:
+        for field in st._fields:
+            if field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                continue
+            v = getattr(st, field)
+            if isinstance(v, ast.AST):
+                self.expr(v)
+            elif type(v) is list:
+                for x in v:
+                    if isinstance(x, ast.expr) or type(x) is ast.withitem or type(x) is ast.keyword:
+                        self.expr(x)
+
+    def function(self, node: ast.FunctionDef) -> None:
+        fx = self.fx
+        for d in node.decorator_list:
+            self.expr(d)
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.expr(default)
+        name = f"{self.scope}.{node.name}" if self.scope else node.name
+        kind = "m" if self.cls is not None and self.scope == self.cls else "f"
+        markers = self.markers(node, kind)
+        fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
+        saved = (self.scope, self.region, self.params)
+        self.scope, self.region = name, -1
+        self.params = _flag_params(node)
+        inner = {s.name for s in ast.walk(node) if type(s) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and s is not node}
+        self.nested.append((name, inner))
+        if kind == "m" and node.name == "__init__" and self.cls and CONFIG_CLASS.search(self.cls.rsplit(".", 1)[-1]):
+            for pname, value in _all_param_defaults(node):
+                fx.options.append([pname, value, node.lineno])
+        self.body(node.body)
+        self.nested.pop()
+        self.scope, self.region, self.params = saved
+
+    def markers(self, node: ast.FunctionDef, kind: str) -> list[str]:
+        out = []
+        decos = [(_chain(d.func if type(d) is ast.Call else d) or [""])[-1] for d in node.decorator_list]
+        nograd = any(d in ("no_grad", "inference_mode") for d in decos)
+        # a no-grad loop over a data loader is an evaluation loop; a no-grad kernel wrapper is not
+        loops = nograd and any(type(n) in (ast.For, ast.AsyncFor) and _loader_loop(n.iter) for n in ast.walk(node))
+        if EVAL_NAME.match(node.name) or loops:
+            out.append("eval")
+        owner = self.cls.rsplit(".", 1)[-1] if kind == "m" and self.cls else ""
+        if (node.name in HOST_METHODS or HOST_NAME.search(node.name) or (owner and HOST_CLASS.search(owner))
+                or node.name in self.fx.host_values):
+            out.append("host")
+        if kind == "m" and HOOK_NAME.match(node.name):
+            out.append("hook")
+        if any(type(d) is ast.Call and type(d.func) is ast.Attribute and "regist" in d.func.attr.lower()
+               or (type(d) is ast.Call and type(d.func) is ast.Name and "regist" in d.func.id.lower())
+               for d in node.decorator_list):
+            out.append("registered")
+        return out
+
+    def klass(self, node: ast.ClassDef) -> None:
+        fx = self.fx
+        for d in node.decorator_list:
+            self.expr(d)
+        bases = []
+        for b in node.bases:  # a base named in a class statement is not constructed: an edge when the class is
+            parts = _chain(b)
+            if parts:
+                bases.append(fx.ref_of(parts, None) or "")
+        name = f"{self.scope}.{node.name}" if self.scope else node.name
+        markers = []
+        if HOST_CLASS.search(node.name) or any(re.search(r"(Dataset|Sampler|DataModule)$", b) for b in bases):
+            markers.append("host")
+        if any(type(d) is ast.Call and "regist" in _text(d.func).lower() for d in node.decorator_list):
+            markers.append("registered")
+        external = [b for b in bases if b.startswith("q:") and b.split(".")[0][2:] not in ("typing", "abc", "enum")]
+        fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, "c", markers, bases, bool(external)]
+        decos = {(_chain(d.func if type(d) is ast.Call else d) or [""])[-1] for d in node.decorator_list}
+        config_like = bool(decos & {"dataclass", "define", "s", "attrs", "frozen", "mutable", "dataclass_transform"}) \
+            or bool(CONFIG_CLASS.search(node.name)) or any(b.endswith(("BaseModel", "BaseSettings")) for b in bases)
+        saved = (self.scope, self.cls, self.region, self.config_class)
+        self.scope, self.cls, self.region = name, name, -1
+        self.config_class = config_like
+        self.body(node.body)
+        self.scope, self.cls, self.region, self.config_class = saved
+
+    def field(self, st: ast.AnnAssign) -> None:
+        """A dataclass-like field default: `use_flash: bool = False`, `x: int = field(default=3)`."""
+        if not getattr(self, "config_class", False) or type(st.target) is not ast.Name or st.value is None:
+            return
+        value = _literal(st.value)
+        if value is ... and type(st.value) is ast.Call:
+            for kw in st.value.keywords:
+                if kw.arg == "default":
+                    value = _literal(kw.value)
+        if value is not ...:
+            self.fx.options.append([st.target.id, value, st.lineno])
+
+    def top_assign(self, st) -> bool:
+        """`USE_TRITON = os.environ.get("USE_TRITON", "0") == "1"`: a module-level flag; `TABLE = {...}`."""
+        targets = st.targets if type(st) is ast.Assign else [st.target]
+        if len(targets) != 1 or type(targets[0]) is not ast.Name or st.value is None:
+            return False
+        name = targets[0].id
+        value = st.value
+        if self.in_try and type(value) is not ast.Dict:
+            return False  # `try: import triton; HAS_TRITON = True except ...`: a capability, not a setting
+        if type(value) is ast.Dict and value.keys:
+            table: dict[str, list[str]] = {}
+            for k, v in zip(value.keys, value.values):
+                key = _literal(k) if k is not None else ...
+                parts = _chain(v)
+                ref = self.fx.ref_of(parts, None) if parts else None
+                if type(key) is str and ref is not None and not ref.startswith("a:"):
+                    table[key] = [ref]
+            if table and len(table) >= 2:
+                self.fx.registries[name] = table
+                return True
+        parts = _chain(value)
+        if parts and len(parts) > 1:
+            ref = self.fx.ref_of(parts, None)
+            if ref is not None and not ref.startswith("a:"):
+                self.fx.aliases[name] = ref  # `attn = AttnFunction.apply`: calling `attn` calls that
+                return True
+        c = self.fx.cond(value, {})
+        if c != ["?"] and c[0] != "flag" and not _CAPABILITY_FLAG.search(name):
+            self.fx.flags[name] = c
+        return False
+
+    def if_(self, node: ast.If) -> None:
+        fx = self.fx
+        test = node.test
+        parts = _chain(test)
+        if parts and parts[-1] == "TYPE_CHECKING":
+            return  # never runs: its imports bind names for types only
+        self.expr(test)
+        if type(test) is ast.Compare and _chain(test.left) == ["__name__"] and _literal(test.comparators[0]) == "__main__":
+            if not self.scope:
+                # Runs only when the file is the program (an entry), not when it is imported: its own scope.
+                fx.main_guard = node.lineno
+                fx.main_span = [node.lineno, max(getattr(s, "end_lineno", s.lineno) for s in node.body)]
+                self.scope = MAIN
+                self.body(node.body)
+                self.scope = ""
+            else:
+                self.body(node.body)
+            self.body(node.orelse)
+            return
+        c = fx.cond(test, self.params)
+        config = c != ["?"] and _has_config(c)
+        # `if use_triton: kernel(x) else: torch_path(x)`: what the kernel branch calls has a PyTorch path
+        # beside it (a fallback, followed across calls by context.py), switch or not.
+        kernel_branch = self.capability_guard(node)
+        if not config and kernel_branch is None:
+            self.body(node.body)
+            self.body(node.orelse)
+            return
+        if not config:
+            c = ["cap"]  # an unknown condition: never a gate, only the fallback mark
+        text = _text(test)
+        parent = self.region
+        body_end = max((getattr(s, "end_lineno", s.lineno) for s in node.body), default=node.lineno)
+        fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body"])
+        self.region = len(fx.regions) - 1
+        self.body(node.body)
+        self.region = parent
+        if node.orelse:
+            start = node.orelse[0].lineno
+            end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
+            fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else"])
+            self.region = len(fx.regions) - 1
+            self.body(node.orelse)
+        self.region = parent
+
+    def capability_guard(self, node: ast.If) -> str | None:
+        """"body" or "else": the branch of a capability check (`if HAS_TRITON`, `if x.is_cuda`,
+        `if not use_kernel`) that runs a GPU path while the other branch is a working alternative (it
+        neither raises nor exits); None when the test is no capability check or has no alternative."""
+        test = node.test
+        negated = type(test) is ast.UnaryOp and type(test.op) is ast.Not
+        names = [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
+        if not any(_CAPABILITY.search(n) for n in names):
+            return None
+        if not node.orelse or _gives_up(node.orelse) or _gives_up(node.body):
+            return None
+        return "else" if negated else "body"
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, node: ast.AST) -> None:
+        fx = self.fx
+        refs = fx.refs.setdefault(self.scope, {})
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            t = type(n)
+            if t is ast.Call:
+                self.call(n, refs)
+            elif t is ast.Lambda:
+                pass
+            if t is ast.Name or t is ast.Attribute:
+                parts = _chain(n)
+                if parts is not None:
+                    ref = fx.ref_of(parts, self.cls, self.nested)
+                    if ref is not None:
+                        _add_ref(refs, ref, self.region)
+                    if t is ast.Attribute and len(parts) > 2:
+                        _add_ref(refs, "a:" + parts[-1], self.region)  # `self.model.encode`: by name too
+                    continue
+            elif t is ast.Constant and type(n.value) is str:
+                if _NEURON_DEVICE.fullmatch(repr(n.value)) or n.value in ("neuron", "xla"):
+                    fx.neuron = True
+                elif n.value.isidentifier() and len(n.value) > 2:
+                    _add_ref(refs, "s:" + n.value, self.region)  # getattr(self, "name"), hooks by name
+                continue
+            elif t is ast.Subscript:
+                parts = _chain(n.value)
+                if parts and len(parts) == 1 and _table_name(parts[0]) and (parts[0] in fx.local or parts[0] in fx.bindings):
+                    fx.lookups.setdefault(self.scope, []).append([parts[0], fx.cond(n.slice, self.params), self.region])
+            for child in ast.iter_child_nodes(n):
+                stack.append(child)
+
+    def call(self, n: ast.Call, refs: dict) -> None:
+        fx = self.fx
+        if _is_trains_call(n):
+            if not self.scope:
+                fx.top_trains = True
+            d = fx.defs.get(self.scope)
+            if d is not None and "trains" not in d[3]:
+                d[3].append("trains")
+        for kw in n.keywords:
+            if kw.arg is None:
+                continue
+            if kw.arg in HOST_KEYWORDS:
+                parts = _chain(kw.value)
+                if parts:
+                    fx.host_values.add(parts[-1])
+            lit = _literal(kw.value)
+            vals = fx.passed.setdefault(kw.arg, [])
+            v = lit if lit is not ... else "?"
+            if v not in vals and len(vals) < 8:
+                vals.append(v)
+        parts = _chain(n.func)
+        if parts and parts[-1] == "add_argument" and n.args:
+            self.argparse(n)
+        elif parts and parts[-1] == "option" and n.args:
+            self.click_option(n)
+        elif parts and len(parts) >= 2 and parts[-2] == "flags" and parts[-1].startswith("DEFINE_") and len(n.args) >= 2:
+            name, value = _literal(n.args[0]), _literal(n.args[1])
+            if type(name) is str and value is not ...:
+                fx.options.append([name, value, n.lineno])
+        elif parts and parts[-1] == "set_defaults":
+            for kw in n.keywords:
+                value = _literal(kw.value)
+                if kw.arg and value is not ...:
+                    fx.options.append([kw.arg, value, n.lineno])
+        elif parts and parts[-1] == "get" and len(parts) == 2 and len(n.args) >= 1:
+            if _table_name(parts[0]) and (parts[0] in fx.local or parts[0] in fx.bindings):
+                fx.lookups.setdefault(self.scope, []).append([parts[0], fx.cond(n.args[0], self.params), self.region])
+
+    def argparse(self, n: ast.Call) -> None:
+        names = [_literal(a) for a in n.args]
+        longs = [s for s in names if type(s) is str and s.startswith("--")]
+        plain = [s for s in names if type(s) is str and not s.startswith("-")]
+        kws = {k.arg: k.value for k in n.keywords if k.arg}
+        dest = _literal(kws["dest"]) if "dest" in kws else ...
+        name = dest if type(dest) is str else (longs[0][2:] if longs else plain[0] if plain else None)
+        if not name:
+            return
+        action = _literal(kws["action"]) if "action" in kws else None
+        if "default" in kws:
+            value = _literal(kws["default"])
+        elif action == "store_true":
+            value = False
+        elif action == "store_false":
+            value = True
+        else:
+            value = None
+        if value is not ...:
+            self.fx.options.append([name.replace("-", "_"), value, n.lineno])
+
+    def click_option(self, n: ast.Call) -> None:
+        names = [_literal(a) for a in n.args]
+        longs = [s for s in names if type(s) is str and s.startswith("--")]
+        if not longs:
+            return
+        kws = {k.arg: k.value for k in n.keywords if k.arg}
+        first = longs[0][2:].split("/")[0]
+        if "default" in kws:
+            value = _literal(kws["default"])
+        elif "is_flag" in kws and _literal(kws["is_flag"]) is True:
+            value = False
+        else:
+            value = None
+        if value is not ...:
+            self.fx.options.append([first.replace("-", "_"), value, n.lineno])
+
+
+def _least_gated(imports: list[list]) -> list[list]:
+    """[module, region] pairs, one per module: an import also made outside any region is unconditional."""
+    best: dict[str, int] = {}
+    for mod, region in imports:
+        if mod not in best or region == -1:
+            best[mod] = region
+    return [[m, best[m]] for m in sorted(best)]
+
+
+def _add_ref(refs: dict[str, int], ref: str, region: int) -> None:
+    """A reference, with the condition region it is under; one that is also made outside any region
+    counts as unconditional."""
+    old = refs.get(ref)
+    if old is None:
+        if len(refs) < _MAX_REFS:
+            refs[ref] = region
+    elif region == -1 and old != -1:
+        refs[ref] = -1
+
+
+def _table_name(name: str) -> bool:
+    """`ATTENTION_FUNCTIONS`, `MODEL_REGISTRY`: a module-level table by its conventional spelling."""
+    return name.isupper() and len(name) > 2
+
+
+# python.py's capability test: an optional fast path (the scanner's fallback detection, followed across calls here).
+_CAPABILITY = re.compile(
+    r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
+    r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
+)
+
+
+_LOADER = re.compile(r"(?i)loader|dataset|batches|^data$|val|eval|test")
+
+
+def _loader_loop(it: ast.AST) -> bool:
+    while type(it) is ast.Call:  # enumerate(loader), tqdm(loader)
+        it = it.args[0] if it.args else it.func
+    parts = _chain(it)
+    return bool(parts) and bool(_LOADER.search(parts[-1]))
+
+
+def _gives_up(stmts: list[ast.stmt]) -> bool:
+    for st in stmts:
+        if type(st) in (ast.Raise, ast.Assert):
+            return True
+        if type(st) is ast.Expr and type(st.value) is ast.Call:
+            parts = _chain(st.value.func)
+            if parts and parts[-1] in ("exit", "_exit", "quit"):
+                return True
+    return False
+
+
+_CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|supported|^_*(triton|cuda|flash)")
+
+
+def _has_config(c: list) -> bool:
+    if not c:
+        return False
+    if c[0] in ("opt", "env", "flag", "param", "train"):
+        return True
+    return any(_has_config(x) for x in c[1:] if type(x) is list)
+
+
+_FLAG_PARAM = re.compile(r"(?i)^(use|enable|with|fused?|apply)_\w+|_(kernel|impl|implementation|backend)$|^(backend|impl|implementation|kernel|attn_\w+|fused)$")
+
+
+def _flag_params(node: ast.FunctionDef) -> dict[str, object]:
+    """Parameters that look like feature switches, with their literal defaults."""
+    out: dict[str, object] = {}
+    for name, value in _all_param_defaults(node):
+        if _FLAG_PARAM.search(name):
+            out[name] = value
+    return out
+
+
+def _all_param_defaults(node: ast.FunctionDef) -> list[tuple[str, object]]:
+    a = node.args
+    pos = a.posonlyargs + a.args
+    out = []
+    for arg, default in zip(pos[len(pos) - len(a.defaults):], a.defaults):
+        v = _literal(default)
+        if v is not ...:
+            out.append((arg.arg, v))
+    for arg, default in zip(a.kwonlyargs, a.kw_defaults):
+        if default is not None:
+            v = _literal(default)
+            if v is not ...:
+                out.append((arg.arg, v))
+    return out

@@ -1,0 +1,281 @@
+"""Where findings run: the context of every finding, on the issue-11 fixture repositories (each README
+states what a porting engineer expects) and on small trees built here. Each case scans through the
+whole pipeline; contexts are asserted, not the estimate's figures (the goldens hold those)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from neuron_ready.config import Settings
+from neuron_ready.context import UNKNOWN, Defaults, accelerator_of
+from neuron_ready.engine import run_scan
+from neuron_ready.reach import FileInfo
+
+
+def scan(root: Path, **kw):
+    return run_scan(Settings(root=root, cache=False, **kw)).report
+
+
+def contexts(report) -> dict[tuple[str, int], str]:
+    return {(f.path, f.line): f.context for f in report.findings + report.off_path}
+
+
+def by_context(report, context: str) -> set[str]:
+    return {f"{f.path}:{f.line}" for f in report.findings + report.off_path if f.context == context}
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+# ------------------------------------------------------------------------------------------ fixtures
+
+
+def test_optin_kernel_behind_a_flag_is_opt_in_with_its_switch():
+    report = scan(FIXTURES / "ctx_optin_kernel")
+    optin = [f for f in report.off_path if f.context == "opt-in"]
+    assert {f.rule for f in optin} >= {"NR1801", "NR1803"}
+    assert all(f.details["feature"] == "fused_softmax" and "defaults to False" in f.gate for f in optin)
+    assert [p.name for p in report.opt_in] == ["fused_softmax"] and report.opt_in[0].estimate.p50 > 2
+    assert {f.rule for f in report.findings} >= {"NR1001", "NR1203"}  # the default path's plumbing
+    assert report.estimate.effort_class == "days"
+    included = scan(FIXTURES / "ctx_optin_kernel", include_opt_in=["fused_softmax"])
+    assert included.estimate.p50 > report.estimate.p50 + 2 and not included.opt_in
+
+
+def test_an_except_branch_that_raises_is_no_fallback():
+    report = scan(FIXTURES / "ctx_raising_except")
+    flash = {f.path: f.fallback for f in report.findings if f.rule == "NR1901"}
+    assert flash == {"model.py": False, "pooling.py": True}
+
+
+def test_data_loading_on_the_cpu_is_host_side():
+    report = scan(FIXTURES / "ctx_host_collate")
+    host = [f for f in report.off_path if f.context == "host"]
+    assert {f.rule for f in host} >= {"NR1501", "NR1504"} and all(f.path == "data.py" for f in host)
+    assert all(f.category == "device" for f in report.findings)
+
+
+def test_evaluation_code_is_its_own_part():
+    report = scan(FIXTURES / "ctx_eval_only")
+    ev = by_context(report, "evaluation")
+    assert any(p.startswith("export.py") for p in ev) and any(p.startswith("train.py") for p in ev)
+    assert report.evaluation is not None and report.evaluation.estimate.p50 > 0
+    assert not report.findings and report.estimate.score == 100
+
+
+def test_code_that_already_runs_on_trainium_scores_days():
+    report = scan(FIXTURES / "ctx_neuron_native")
+    assert report.estimate.effort_class == "days" and report.estimate.p50 < 1
+    assert by_context(report, "neuron-native")
+
+
+def test_a_kernel_with_an_in_repo_pytorch_reference_is_a_switch():
+    report = scan(FIXTURES / "ctx_kernel_reference")
+    ext = next(t for t in report.tasks if t.id.startswith("T-ext-"))
+    assert ext.kind == "switch-to-reference" and ext.details["references"] == ["rmsnorm"]
+    assert ext.person_days.likely <= 6
+
+
+def test_a_type_only_import_puts_nothing_on_the_path():
+    report = scan(FIXTURES / "ctx_type_only")
+    assert not any(f.path == "heavy_kernels.py" for f in report.findings)
+    assert all(f.context == "off-path" for f in report.off_path if f.path == "heavy_kernels.py")
+
+
+def test_alternatives_chosen_by_name_and_environment_switches_are_opt_in():
+    report = scan(FIXTURES / "ctx_registry_backend")
+    names = {p.name for p in report.opt_in}
+    assert {"flash", "xformers", "USE_FUSED_ADAM"} <= names
+    assert not any(f.category == "gpu-library" for f in report.findings)
+    flash = next(p for p in report.opt_in if p.name == "flash")
+    assert "selects 'flash'" in flash.gate and "'sdpa'" in flash.gate
+    assert flash.estimate.p50 >= 2  # a kept feature ports its library, it does not switch it off
+
+
+def test_kernels_for_other_accelerators_are_not_costed():
+    report = scan(FIXTURES / "ctx_other_accelerator")
+    assert not any("/ascend/" in f.path or "/rocm/" in f.path for f in report.findings)
+    for p in report.opt_in:
+        assert p.estimate.p50 == 0
+    assert accelerator_of("kernels/ascend/rms.py") and accelerator_of("ops/rmsnorm_rocm.py")
+    assert accelerator_of("kernels/cuda/rms.py") is None and accelerator_of("models/chip.py") is None
+
+
+# ------------------------------------------------------------------------------------------ trees
+
+
+def test_a_function_no_call_reaches_is_off_path_with_the_reason(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            from ops import used
+            def main():
+                used()
+                torch.optim.SGD([]).step()
+            if __name__ == "__main__":
+                main()
+        """,
+        "ops.py": """\
+            import torch
+            def used():
+                return torch.zeros(1).cuda()
+            def unused():
+                return torch.zeros(1).cuda()
+        """,
+    })
+    report = scan(root)
+    assert contexts(report)[("ops.py", 3)] == "step"
+    off = next(f for f in report.off_path if f.line == 5)
+    assert off.context == "off-path" and "reaches `unused`" in off.details["off_path_reason"]
+
+
+def test_methods_called_by_name_on_reached_classes_and_forward_are_reached(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            from model import Net
+            def main():
+                net = Net()
+                loss = net(torch.zeros(1)).sum() + net.aux()
+                loss.backward()
+            if __name__ == "__main__":
+                main()
+        """,
+        "model.py": """\
+            import torch
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    return x.cuda()
+                def aux(self):
+                    return torch.zeros(1).cuda()
+                def never(self):
+                    return torch.zeros(1).cuda()
+            class Unused(torch.nn.Module):
+                def forward(self, x):
+                    return x.cuda()
+        """,
+    })
+    c = contexts(scan(root))
+    assert c[("model.py", 4)] == "step" and c[("model.py", 6)] == "step"
+    assert c[("model.py", 8)] == "off-path" and c[("model.py", 11)] == "off-path"
+
+
+def test_a_switch_with_an_unknown_default_keeps_the_code_on_the_path(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            def main(args):
+                if args.mystery:
+                    torch.zeros(1).cuda()
+                torch.optim.SGD([]).step()
+            if __name__ == "__main__":
+                main(None)
+        """,
+    })
+    assert contexts(scan(root))[("train.py", 4)] == "step"  # never dropped for lack of analysis
+
+
+def test_inference_branches_in_forward_are_evaluation(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    if not self.training:
+                        return torch.unique(x)
+                    return x
+            def main():
+                Net()(torch.zeros(1)).sum().backward()
+            if __name__ == "__main__":
+                main()
+        """,
+    })
+    assert contexts(scan(root))[("train.py", 5)] == "evaluation"
+
+
+def test_an_entry_whose_guard_calls_a_trainer_in_the_project_is_detected(tmp_path):
+    root = tree(tmp_path, {
+        "run.py": "from pkg.trainer import fit\nif __name__ == '__main__':\n    fit()\n",
+        "pkg/__init__.py": "",
+        "pkg/trainer.py": "import torch\ndef fit():\n    torch.zeros(1).cuda()\n    torch.optim.SGD([]).step()\n",
+        "tools/convert.py": "import torch\nif __name__ == '__main__':\n    torch.optim.SGD([]).step()\n",
+    })
+    report = scan(root)
+    reach = report.extra["reach"]
+    assert reach["entries"] == ["run.py"]  # tools/ counts only when nothing else trains
+    assert "calls `fit`" in reach["entry_reasons"]["run.py"]
+
+
+def test_defaults_come_from_argparse_dataclasses_and_config_files():
+    facts = {"code": {"options": [["fused", False, 3], ["attn", "sdpa", 4], ["attn", "flash", 9]]}}
+    d = Defaults([FileInfo("a.py", "python", facts), FileInfo("c.yaml", "config", {"values": [["model.lr", 0.1, 2]]})])
+    assert d.option("fused") is False and d.option("attn") is UNKNOWN and d.option("lr") == 0.1
+    assert d.evaluate(["cmp", "Eq", ["env", "USE_X", "0"], ["lit", "1"]], "a.py") is False
+    assert d.evaluate(["not", ["opt", "fused"]], "a.py") is True
+    assert d.evaluate(["opt", "nothing"], "a.py") is UNKNOWN
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("ctx_*")))
+def test_every_context_fixture_scans_deterministically(name):
+    a = scan(FIXTURES / name).to_dict()
+    b = run_scan(Settings(root=FIXTURES / name, cache=False, jobs=1)).report.to_dict()
+    assert a == b
+
+
+def test_a_makefile_built_cuda_trainer_is_one_full_rewrite():
+    report = scan(FIXTURES / "ctx_makefile_cuda")
+    [task] = [t for t in report.tasks if t.kind == "rewrite-program"]
+    assert task.details["kernels"] == 3 and report.estimate.effort_class == "month-plus"
+    assert {report.findings[i].path for i in task.findings} == {"train.cu", "kernels.cuh"}
+
+
+def test_the_launch_command_of_the_entry_sets_the_default_configuration(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import argparse, torch
+            from flash_attn import flash_attn_func
+            def main():
+                p = argparse.ArgumentParser()
+                p.add_argument("--flash", action="store_true")
+                args = p.parse_args()
+                if args.flash:
+                    flash_attn_func(1, 2, 3)
+                torch.optim.SGD([]).step()
+            if __name__ == "__main__":
+                main()
+        """,
+        "README.md": "# Train\n\n```bash\ntorchrun --nproc_per_node 8 train.py --flash\n```\n",
+    })
+    report = scan(root)
+    assert "launched by `torchrun train.py` in README.md:4" == report.extra["reach"]["entry_reasons"]["train.py"]
+    assert contexts(report)[("train.py", 8)] == "step"  # the README's command turns --flash on
+    (root / "README.md").write_text("# Train\n\n```bash\npython train.py\n```\n", encoding="utf-8")
+    assert contexts(scan(root))[("train.py", 8)] == "opt-in"
+
+
+def test_the_main_block_of_an_imported_module_never_runs(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": "import torch\nimport helpers\nhelpers.setup()\ntorch.optim.SGD([]).step()\n",
+        "helpers.py": """\
+            import torch
+            def setup():
+                return torch.zeros(1).cuda()
+            def benchmark():
+                torch.cuda.synchronize()
+            if __name__ == "__main__":
+                benchmark()
+                torch.zeros(1).cuda()
+        """,
+    })
+    c = contexts(scan(root))
+    assert c[("helpers.py", 3)] == "step"
+    assert c[("helpers.py", 5)] == "off-path" and c[("helpers.py", 8)] == "off-path"
