@@ -245,7 +245,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
     _Walk(fx).run(tree)
     out = {
         "defs": fx.defs,
-        "refs": {s: sorted(r.items()) for s, r in fx.refs.items() if r},
+        "refs": {s: [[ref, region] for ref, region in sorted(r.items())] for s, r in fx.refs.items() if r},
         "imports": {s: _least_gated(m) for s, m in fx.imports.items() if m},
         "regions": fx.regions,
         "options": fx.options,
