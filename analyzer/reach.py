@@ -381,7 +381,8 @@ def resolve_entry(value: str, root: Path, rels: set[str], modules: dict[str, lis
 
 
 def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit_files: bool = False) -> Reach:
-    rels = sorted(f.rel for f in files)
+    files = sorted(files, key=lambda f: f.rel)  # the report must not depend on the order files were scanned in
+    rels = [f.rel for f in files]
     info = {f.rel: f for f in files}
     vendored = vendored_projects(root, rels)
     native = [f.rel for f in files if f.kind == "native"]
