@@ -730,6 +730,7 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
     reach set aside are `off-path`."""
     from .reach import UNREACHED as UNREACHED_REASON, module_names
 
+    infos = sorted(infos, key=lambda i: i.rel)  # deterministic whatever the scan order
     info_by = {i.rel: i for i in infos}
     defaults = Defaults(infos)
     ctx = Context()
