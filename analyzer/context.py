@@ -730,6 +730,7 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
     reach set aside are `off-path`."""
     from .reach import UNREACHED as UNREACHED_REASON, module_names
 
+    infos = sorted(infos, key=lambda i: i.rel)  # deterministic whatever the scan order
     info_by = {i.rel: i for i in infos}
     defaults = Defaults(infos)
     ctx = Context()
@@ -763,14 +764,67 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
         ctx.auto_fallback = {n for n in ctx.fallback_only if auto.get(n, UNREACHED) == STEP}
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
+    ext_labels = extension_labels(graph, reach, ctx) if ctx.labels else {}
     for f in findings:
         if f.on_path is False:
             # An evaluation or export tool nothing imports is still the evaluation path (not tests or docs).
             evaluation = f.details.get("off_path_reason") == UNREACHED_REASON and evaluation_path(f.path)
             f.context = "evaluation" if evaluation else "off-path"
             continue
+        ext = reach.extension_of.get(f.path) or reach.build_sites.get((f.path, f.line))
+        if ext in ext_labels:
+            label_native(f, ext, ext_labels[ext], ctx)
+            continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
     return ctx
+
+
+def extension_labels(graph: Graph, reach, ctx: Context) -> dict[str, tuple[int, str]]:
+    """Per compiled extension, the best label of the Python code that imports its module, and that
+    code's node: its kernels run when that code does (a CUDA extension used only in post-processing
+    is evaluation; one imported only behind a switch is opt-in). Extensions nothing imports by name
+    keep the module-level answer."""
+    importers: dict[str, list[str]] = {}
+    for e in reach.extensions:
+        if e.kind in ("cmake", "program", "load", "load_inline") or not e.name or "*" in e.name:
+            continue
+        importers[e.id] = []
+        names = {e.name, e.name.rsplit(".", 1)[-1]} - {"_C", "C"}
+        for rel, code in graph.code.items():
+            for scope, mods in code.get("imports", {}).items():
+                if any(m == e.name or m.rsplit(".", 1)[-1] in names for m, _r in mods):
+                    importers[e.id].append(f"{rel}::{scope}")
+    out: dict[str, tuple[int, str]] = {}
+    for ext_id, nodes in importers.items():
+        if nodes:
+            best = min(nodes, key=lambda n: (ctx.labels.get(n, UNREACHED), n))
+            out[ext_id] = (ctx.labels.get(best, UNREACHED), best)
+    return out
+
+
+def label_native(f: Finding, ext_id: str, label_node: tuple[int, str], ctx: Context) -> None:
+    """A finding in an extension's sources or build takes the context of the code that imports it."""
+    label, node = label_node
+    where = node.replace("::", ":").rstrip(":")
+    if label == UNREACHED and ctx.library:
+        label = STEP
+    if label == UNREACHED:
+        f.context = "off-path"
+        f.details["context_reason"] = f"no call from the training entry reaches {where}, which imports `{ext_id}`"
+        return
+    f.context = _LABEL_CONTEXT.get(label, "step")
+    if label == HOST:
+        f.context = "step"  # CUDA kernels need CUDA wherever they are called from
+    if f.context == "opt-in":
+        gate = ctx.gates.get(node) or Gate("condition", "only under a condition that is off by default")
+        f.gate, f.details["feature"] = gate.text, gate.feature
+    if f.context == "step" and node in ctx.fallback_only and node in ctx.auto_fallback and not f.fallback:
+        f.fallback = True
+        f.details["fallback_at_caller"] = True
+    if node in ctx.parents:
+        f.details["reached_via"] = " > ".join(ctx.path_to(node)) + f" > {ext_id}"
+    if f.context == "evaluation":
+        f.details["context_reason"] = f"`{ext_id}` is imported only by evaluation code ({where})"
 
 
 def _launch_targets_of(launch: dict, rel: str, modules, info_by) -> list[str]:

@@ -41,7 +41,7 @@ RATE_FUNCTION = 0.5  # dynamic-shape sites in one function share one fix
 RATE_FILES = 0.25  # one piece of work (a library swap, an op substitute) reaching more files
 CUDA_REF_KERNEL_LOC = 40.0  # a CUDA kernel of this many lines is one kernel unit
 TRITON_REF_LINES = 30.0  # a Triton kernel of this many lines is one kernel unit
-SIZE_LIMITS = (0.5, 3.0)  # a kernel counts as at least half and at most three units
+SIZE_LIMITS = (0.5, 2.0)  # a kernel counts as at least half and at most two units (past that: templates, unrolling)
 ATOMICS_FACTOR = 1.25  # atomics need restructuring (no general atomics in NKI)
 BACKWARD_FACTOR = 1.25  # a backward kernel: gradient checks against autograd
 BACKWARD_ADDON = Range(0.5, 2.0, 5.0)  # an extension with backward kernels: register_autograd + grad tests
@@ -57,15 +57,19 @@ SWAP_LIMIT = 5.0  # gpu-library rules with likely <= this are swaps, above it re
 SETUP_SHARE = 0.25  # a dynamic shape or unsupported op in code that runs once can run on the CPU
 # Kernels: a forward and its backward, dtype variants and near-copies are one op; the second and later
 # kernels of one op add VARIANT_SHARE of their size. Across ops, a team's kernel work follows Wright's
-# learning curve: each doubling of the kernels done makes the next one cost LEARNING (80 %) as much.
+# learning curve: each doubling of the kernels done makes the next one cost LEARNING (75 %) as much
+# (the NKI harness, tiling patterns and parity tests carry over from one kernel to the next).
 VARIANT_SHARE = 0.35
-LEARNING = 0.8
+COPY_SHARE = 0.1  # the same op's kernel again in another file (a copy per model or backend)
+_BACKWARD = re.compile(r"(?i)bwd|backward|grad")
+LEARNING = 0.75
 # An op with a PyTorch reference in the repository: switch to it, validate numerics, then optimise.
 REFERENCE_SWITCH = Range(0.5, 2.0, 6.0)
 _OP_NOISE = frozenset({
     "kernel", "kernels", "fwd", "bwd", "forward", "backward", "grad", "grads", "triton", "cuda", "cu", "impl",
     "fn", "func", "op", "ops", "launcher", "launch", "fp16", "bf16", "fp32", "fp8", "f16", "f32", "half", "float",
     "int8", "1pass", "2pass", "v1", "v2", "v3", "tiled", "fused", "dx", "dw", "db", "dq", "dk", "dv", "c", "ext",
+    "npu", "ascend", "rocm", "hip", "xpu", "mps", "amd",  # a copy for another accelerator is a variant
 })
 _REFERENCE_MARKS = frozenset({"ref", "reference", "naive", "torch", "pytorch", "baseline", "eager", "python", "slow"})
 # Functions that run once, at construction, initialisation, loading or conversion (not in the step).
@@ -93,12 +97,15 @@ TRITON_LAUNCH_RULE = "NR1803"
 KERNEL_RULES = frozenset({"NR1702", "NR1707", "NR1708", "NR1710", "NR1713", "NR1806"})
 
 
-def op_stem(name: str) -> str:
+def op_stem(name: str, path: str = "") -> str:
     """The op a kernel implements: `_chunk_scan_fwd_kernel` and `chunk_scan_bwd_kernel_fp16` are
-    `chunk_scan`; a name that is all noise stays itself."""
+    `chunk_scan`; a name that is all noise stays itself. Tokens naming the kernel's own folders are
+    dropped too, so copies of one kernel per model (`ops/gla/chunk.py: chunk_gla_fwd_kernel_o`,
+    `ops/gsa/chunk.py: chunk_gsa_fwd_kernel_o`) are one op."""
     tokens = [t for t in re.split(r"[_\W]+", name.lower()) if t]
-    kept = [t for t in tokens if t not in _OP_NOISE and not t.isdigit()]
-    return "_".join(kept) or "_".join(tokens) or name
+    folders = {t for part in PurePosixPath(path).parts[:-1] for t in re.split(r"[_\W]+", part.lower()) if t}
+    kept = [t for t in tokens if t not in _OP_NOISE and not t.isdigit() and t not in folders]
+    return "_".join(kept) or "_".join(t for t in tokens if t not in _OP_NOISE) or "_".join(tokens) or name
 
 
 def reference_stems(def_names) -> frozenset[str]:
@@ -116,8 +123,8 @@ def reference_stems(def_names) -> frozenset[str]:
 
 
 def learned(n: float) -> float:
-    """Kernel units of work after n kernels on an 80 % learning curve (Wright's law): the k-th costs
-    k^log2(0.8) of the first. Continuous in n, n itself up to one, rising and concave above."""
+    """Kernel units of work after n kernels on Wright's learning curve (LEARNING per doubling): the
+    k-th costs k^log2(LEARNING) of the first. Continuous in n, n itself up to one, rising and concave above."""
     if n <= 1.0:
         return max(n, 0.0)
     b = math.log2(LEARNING) + 1.0
@@ -266,7 +273,7 @@ class _Planner:
                            "triton", "switch-to-reference", path=f.path).idx.append(i)
             elif f.rule == TRITON_KERNEL_RULE and f.details.get("kernel"):
                 name = str(f.details["kernel"])
-                stem = op_stem(name)
+                stem = op_stem(name, f.path)
                 tid = f"T-triton-{stem}"
                 triton_kernels[(f.path, name)] = tid
                 d = self.draft(tid, f"Rewrite Triton op `{stem}`", "triton", "rewrite-kernel", op=stem)
@@ -374,6 +381,10 @@ class _Planner:
                 d.cost = self.triton_cost(d)
             elif d.id.startswith("T-switch-"):
                 d.cost = self.switch_cost(d)
+            elif d.id.startswith("T-kernel-") and not all(self.findings[i].fallback for i in d.idx):
+                # an inline or other-DSL kernel (CuPy, Numba, tilelang, ...): one unit on its rule's curve
+                self.units[d.id] = (self.findings[d.idx[0]].rule, sum(weight(self.findings[i]) for i in d.idx))
+                d.cost = Range(0.0, 0.0, 0.0)
             else:
                 parts = [self.rule_cost(self.catalog.get(r), fs) for r, fs in sorted(self.by_rule(d.idx).items())]
                 d.cost = _add(*parts)
@@ -401,9 +412,12 @@ class _Planner:
             family = _scale(_base(rule), learned(total))
             self.shared.append((f"family:kernels:{rule_id}", family))
             per_unit = family.likely / total
+            ratio = learned(total) / total  # the same learning on each op's tuning, launches and imports
             for tid, u in items:
                 d = self.drafts[tid]
                 d.share = _add(d.share, _scale(family, u / total))
+                if d.kind == "rewrite-kernel":
+                    d.cost = _scale(d.cost, ratio)
                 d.details.update(kernel_units=round(u, 2), per_unit=round(per_unit, 2))
 
     def extension_cost(self, d: _Draft) -> Range:
@@ -430,7 +444,8 @@ class _Planner:
                     kernel_loc += int(loc)
                     names = list(f.details.get("kernel_names") or []) or [PurePosixPath(f.path).stem] * k
                     for name in names[:k]:
-                        ops.setdefault(op_stem(str(name)), []).append(weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC))
+                        ops.setdefault(op_stem(str(name), f.path), []).append(
+                            (f.path, weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC), str(name)))
                     backward = backward or bool(f.details.get("backward"))
                 else:
                     host.append(f)
@@ -474,18 +489,24 @@ class _Planner:
             f"; PyTorch reference for {', '.join(f'`{r}`' for r in referenced)}" if referenced else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
 
-    def op_units(self, ops: dict[str, list[float]]) -> tuple[float, list[str]]:
-        """Kernel units of the ops without a PyTorch reference (an op's first kernel counts whole,
-        its backward, dtype variants and copies VARIANT_SHARE each), and the ops with one."""
+    def op_units(self, ops: dict[str, list[tuple[str, float]]]) -> tuple[float, list[str]]:
+        """Kernel units of the ops without a PyTorch reference, and the ops with one. An op's largest
+        kernel counts whole; its backward and its other kernels in the same file (dtype variants)
+        VARIANT_SHARE each; its other kernels elsewhere (copies per model or backend) COPY_SHARE each."""
         units = 0.0
         referenced = []
         for op, sizes in sorted(ops.items()):
             if op in self.references:
                 referenced.append(op)
                 continue
-            sizes = sorted(sizes, reverse=True)
-            if sizes:
-                units += sizes[0] + VARIANT_SHARE * sum(sizes[1:])
+            if not sizes:
+                continue
+            ordered = sorted(sizes, key=lambda ps: (-ps[1], ps[0], ps[2]))
+            home, _, home_name = ordered[0]
+            pair = bool(_BACKWARD.search(home_name))  # the largest is a backward: the rest pair with it
+            units += ordered[0][1] + sum(
+                (VARIANT_SHARE if p == home or pair or _BACKWARD.search(n) else COPY_SHARE) * k
+                for p, k, n in ordered[1:])
         return units, referenced
 
     def switch_cost(self, d: _Draft) -> Range:
@@ -511,7 +532,7 @@ class _Planner:
                 k = weight(f) * kernel_size(lines, TRITON_REF_LINES)
                 if f.details.get("atomics"):
                     k *= ATOMICS_FACTOR
-                sizes.append(k)
+                sizes.append((f.path, k, str(f.details.get("kernel") or "")))
                 names.add(str(f.details.get("kernel")))
                 paths.add(f.path)
                 d.details["lines"] = d.details.get("lines", 0) + int(lines)
