@@ -10,10 +10,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .catalog import Catalog, load_catalog
+from .catalog import Catalog, check_selectors, load_catalog
 from .config import Settings
 from .discover import Discovery, discover, explicit_files
-from .model import Report
+from .model import EFFORT_CLASSES, Report
 from .report import build_report
 from .cache import Keys, ResultCache, decode_result, default_dir, encode_result
 from .progress import Progress
@@ -30,7 +30,15 @@ class ScanOutcome:
 
 
 def active_catalog(settings: Settings) -> Catalog:
-    return load_catalog(settings.extra_catalogs).select(settings.target, settings.select, settings.ignore)
+    """The rules this scan applies, after every selector was checked against the whole catalog
+    (extra catalogs included): a selector that selects nothing is a typo, never a silent no-op."""
+    full = load_catalog(settings.extra_catalogs)
+    check_selectors(full, "select", settings.select)
+    check_selectors(full, "ignore", settings.ignore)
+    check_selectors(full, "fail-on", [s for s in settings.fail_on if s not in EFFORT_CLASSES and s != "any"])
+    for pattern, selectors in sorted(settings.per_path_ignores.items()):
+        check_selectors(full, f"per-path-ignores {pattern!r}", selectors)
+    return full.select(settings.target, settings.select, settings.ignore)
 
 
 def find_files(settings: Settings) -> Discovery:

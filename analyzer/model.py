@@ -170,7 +170,7 @@ class Estimate:
     person_days: Range
     p50: float
     p80: float
-    score: int
+    score: int | None  # None: nothing was analysed, so there is nothing to score
     drivers: list[str] = field(default_factory=list)  # task ids, most expensive first
     details: dict[str, Any] = field(default_factory=dict)  # e.g. tasks, likely_by_category
 
@@ -200,6 +200,13 @@ class Report:
     off_path: list[Finding] = field(default_factory=list)  # findings no training entry point reaches
     suppressed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. "breakeven", "entries", "trace"
+    # Source files (Python, notebooks, native, or a trace) actually read and matched; None when
+    # unknown (a report from an older version). 0 means the report is no all-clear.
+    files_analysed: int | None = None
+
+    @property
+    def analysed(self) -> bool:
+        return self.files_analysed is None or self.files_analysed > 0
 
     def to_dict(self) -> dict[str, Any]:
         by_category: dict[str, int] = {}
@@ -207,6 +214,7 @@ class Report:
             by_category[f.category] = by_category.get(f.category, 0) + 1
         summary: dict[str, Any] = {
             "files_scanned": self.files_scanned,
+            **({} if self.files_analysed is None else {"files_analysed": self.files_analysed}),
             "findings": len(self.findings),
             "score": self.estimate.score,
             "effort": self.estimate.to_dict(),

@@ -24,6 +24,15 @@ def display_root(settings: Settings) -> str:
     return (rel if not rel.startswith("..") else root).replace(os.sep, "/")
 
 
+CODE_KINDS = ("python", "notebook", "native", "cmake", "trace")
+
+
+def analysed_file(result: FileResult) -> bool:
+    """Code that was read and matched: not a dependency list, not a file skipped with a
+    diagnostic (too large, binary, unparsable); a notebook with one broken cell still counts."""
+    return result.kind in CODE_KINDS and (bool(result.findings) or not result.diagnostics)
+
+
 def build_report(settings: Settings, catalog: Catalog, found: Discovery, results: list[FileResult]) -> Report:
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     diagnostics: list[Diagnostic] = sorted(
@@ -42,6 +51,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         else:
             on_path.append(f)
     tasks, est = estimate(on_path, catalog, reach)
+    analysed = sum(1 for r in results if analysed_file(r))
+    if not analysed:
+        est.score = None  # no all-clear for a scan that read no code
     report = Report(
         tool_version=__version__,
         target=settings.target,
@@ -53,6 +65,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         estimate=est,
         off_path=off_path,
         suppressed=sum(r.suppressed for r in results),
+        files_analysed=analysed,
     )
     report.extra["reach"] = reach.to_dict()
     if breakeven.configured(settings.workload):
@@ -63,5 +76,6 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
             raise workload_error(settings, e) from None
         result = breakeven.compute(workload, round(est.p50, 2), round(est.p80, 2))
         result["summary"] = breakeven.summary_line(result)
+        result["sensitivity"] = breakeven.sensitivity(workload, round(est.p50, 2))
         report.extra["breakeven"] = result
     return report

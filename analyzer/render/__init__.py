@@ -13,9 +13,11 @@ FORMATS = {"text": text_fmt.render, "json": json_fmt.render, "sarif": sarif_fmt.
            "html": html_fmt.render}
 
 
-def render(report: Report, fmt: str, color: bool = False, catalog=None) -> str:
+def render(report: Report, fmt: str, color: bool = False, catalog=None, min_confidence: str | None = None,
+           statistics: bool = False) -> str:
+    """`min_confidence` and `statistics` shape the text report only; the estimate never changes."""
     if fmt == "text":
-        return text_fmt.render(report, color=color)
+        return text_fmt.render(report, color=color, min_confidence=min_confidence, statistics=statistics)
     if fmt == "sarif":  # rule descriptions come from the catalog the scan used (extra catalogs too)
         return sarif_fmt.render(report, catalog)
     return FORMATS[fmt](report)
