@@ -226,6 +226,9 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
         settings.per_path_ignores = {
             pattern: _selectors(raw, pattern, sel, "per-path-ignores") for pattern, sel in ppi.items()
         }
+        problem = glob_problem(list(ppi))
+        if problem:
+            raise raw.error(f"per-path-ignores: {problem}", None, "per-path-ignores")
     if "extra-catalogs" in t:
         paths = [base / p for p in _strings(raw, "extra-catalogs", t["extra-catalogs"])]
         for p in paths:

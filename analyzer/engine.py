@@ -10,10 +10,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .catalog import Catalog, check_selectors, load_catalog
+from .catalog import Catalog, check_selectors, load_catalog, not_a_selector, selector_problem, valid_selector
 from .config import Settings
 from .discover import Discovery, discover, explicit_files
-from .model import EFFORT_CLASSES, Report
+from .model import CATEGORIES, EFFORT_CLASSES, Report
 from .report import build_report
 from .cache import Keys, ResultCache, decode_result, default_dir, encode_result
 from .progress import Progress
@@ -172,6 +172,21 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     return results  # type: ignore[return-value]
 
 
+def suppression_warnings(settings: Settings, results: list[FileResult]) -> list[str]:
+    """`# neuron-ready: ignore[NR1099]` that names no rule: a warning, since it suppresses nothing."""
+    named = [(r.rel, line, s) for r in results for line, s in r.facts.get("suppression_selectors", [])]
+    if not named:
+        return []
+    full = load_catalog(settings.extra_catalogs)
+    out = []
+    for rel, line, s in named:
+        s = s.lower() if s.lower() in CATEGORIES else s  # suppressions are read in upper case
+        problem = selector_problem(full, s) if valid_selector(s) else not_a_selector(s)
+        if problem:
+            out.append(f"{rel}:{line}: suppression {problem}")
+    return out
+
+
 def run_scan(settings: Settings, catalog: Catalog | None = None,
              extend: Callable[[list[FileResult]], list[FileResult]] | None = None,
              progress: Progress | None = None) -> ScanOutcome:
@@ -182,6 +197,7 @@ def run_scan(settings: Settings, catalog: Catalog | None = None,
     ctx = make_context(settings, catalog, found)
     stats = ScanStats()
     results = scan_files(found.jobs, ctx, settings, progress, stats)
+    stats.warnings.extend(suppression_warnings(settings, results))
     if extend is not None:
         results = extend(results)
     report = build_report(settings, catalog, found, results)

@@ -108,6 +108,24 @@ def test_unknown_selector_in_per_path_ignores(tmp_path):
     assert r.code == 2 and "per-path-ignores 'tests/*': 'NR1099' matches no rule" in r.err
 
 
+def test_a_suppression_naming_no_rule_warns(tmp_path):
+    (tmp_path / "t.py").write_text("import torch\nx = torch.ones(2).cuda()  # neuron-ready: ignore[NR1099]\n"
+                                   "y = torch.ones(2).cuda()  # neuron-ready: ignore[device]\n")
+    for _ in range(2):  # the second run reads the cache: the warning stays
+        r = run_cli("scan", ".", "--isolated", cwd=tmp_path)
+        assert r.code == 0
+        assert r.err.strip().splitlines() == [
+            "neuron-ready: warning: t.py:2: suppression 'NR1099' matches no rule in the catalog (did you mean NR1030?); "
+            "`neuron-ready rules` lists them"]
+
+
+def test_per_path_ignores_glob_is_checked(tmp_path):
+    (tmp_path / "neuron-ready.toml").write_text('[per-path-ignores]\n"**/[z-a]" = ["NR10"]\n')
+    (tmp_path / "t.py").write_text("import torch\n")
+    r = run_cli("scan", ".", cwd=tmp_path)
+    assert r.code == 2 and "neuron-ready.toml:1: per-path-ignores: '**/[z-a]' is not a valid" in r.err, r.err
+
+
 def test_rules_with_a_prefix_lists_its_rules():
     r = run_cli("rules", "NR17")
     assert r.code == 0

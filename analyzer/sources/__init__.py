@@ -198,6 +198,9 @@ class _Collector:
         self.result = result
         self.ctx = ctx
         self.suppressions = suppressions
+        named = sorted({(line, s) for line, sel in suppressions.lines.items() if sel for s in sel})
+        if named:  # the engine warns about ids that match no rule (a typo suppresses nothing)
+            result.facts["suppression_selectors"] = [[line, s] for line, s in named]
         import pathspec
 
         self.ignored_selectors = tuple(
