@@ -203,6 +203,9 @@ class Report:
     # Source files (Python, notebooks, native, or a trace) actually read and matched; None when
     # unknown (a report from an older version). 0 means the report is no all-clear.
     files_analysed: int | None = None
+    # Warnings about the inputs (a suppression naming no rule): printed on stderr, not part of the
+    # JSON, but kept with a cached report so a re-scan repeats them.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def analysed(self) -> bool:

@@ -3,25 +3,17 @@ training path, then tasks, the estimate and (when a workload is configured) the 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from . import __version__
 from . import breakeven
 from .catalog import Catalog
-from .config import ConfigError, Settings, workload_error
+from .config import ConfigError, Settings, display_root, workload_error
 from .discover import Discovery
 from .effort import estimate
 from .model import Diagnostic, Finding, Report
 from .reach import FileInfo, analyse
 from .sources import FileResult
-
-
-def display_root(settings: Settings) -> str:
-    """The root as the user named it, relative to the working directory when inside it."""
-    root = os.path.abspath(settings.root)
-    rel = os.path.relpath(root)
-    return (rel if not rel.startswith("..") else root).replace(os.sep, "/")
 
 
 CODE_KINDS = ("python", "notebook", "native", "cmake", "trace")
