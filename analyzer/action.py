@@ -199,7 +199,7 @@ def run_action(inputs: ActionInputs, scan: Callable[[Path], ScanOutcome]) -> Act
         summary += "\n" + "\n".join(f"> {n}" for n in notes) + "\n"
     append_summary(inputs.summary, summary)
     write_outputs(inputs.outputs, {
-        "score": head.estimate.score,
+        "score": "" if head.estimate.score is None else head.estimate.score,  # none: nothing analysed
         "effort-class": head.estimate.effort_class,
         "findings": len(head.findings),
         "new-findings": len(diff.new) if diff else len(head.findings),

@@ -157,7 +157,7 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
             person_days=Range(float(pd.get("low", 0)), float(pd.get("likely", 0)), float(pd.get("high", 0))),
             p50=float(eff.get("p50", pd.get("likely", 0))),
             p80=float(eff.get("p80", pd.get("high", 0))),
-            score=int(summary["score"]),
+            score=None if summary["score"] is None else int(summary["score"]),
             drivers=list(eff.get("drivers", [])),
             # an effort model that adds keys keeps them in `details` (when its Estimate has one)
             **({"details": more} if more and "details" in {f.name for f in fields(Estimate)} else {}),
@@ -171,6 +171,7 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
             target=str(doc.get("target", "native")),
             root=str(doc.get("root", ".")),
             files_scanned=int(summary.get("files_scanned", 0)),
+            files_analysed=None if summary.get("files_analysed") is None else int(summary["files_analysed"]),
             findings=[Finding.from_dict(f) for f in doc["findings"]],
             diagnostics=[Diagnostic(d["path"], d["kind"], d.get("message", ""), d.get("line")) for d in doc.get("diagnostics", [])],
             tasks=tasks,
@@ -232,8 +233,10 @@ class ReportDiff:
     unchanged: int = 0
 
     @property
-    def score_delta(self) -> int:
-        return self.head.estimate.score - self.base.estimate.score
+    def score_delta(self) -> int | None:
+        """None when either side analysed nothing (it has no score)."""
+        b, h = self.base.estimate.score, self.head.estimate.score
+        return None if b is None or h is None else h - b
 
     @property
     def class_change(self) -> int:

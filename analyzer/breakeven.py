@@ -18,7 +18,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from .config import ConfigError, number_problem, workload_problem
-from .pricing import lookup
+from .numbers import money as _usd
+from .pricing import CURRENCY, REGION, lookup
 
 DEFAULT_DAY_RATE = 1200.0  # USD per loaded engineer-day; docs/effort-model.md explains the figure
 DEFAULT_HORIZON_MONTHS = 12.0  # the port must pay back within this many months for a "trainium" verdict
@@ -64,14 +65,14 @@ def _price(values: dict, side: str, pricing: str) -> tuple[float, str | None, st
     if name is not None and not isinstance(name, str):
         raise ConfigError(f"workload {side}-instance: expected an instance name, got {name!r}")
     if price is not None:
-        return price, name, f"{flag} {price:g}"
+        return price, name, f"{flag} {price:g} {CURRENCY}/h"
     label = "GPU" if side == "gpu" else "Trainium"
     if not name:
         example = "p5.48xlarge" if side == "gpu" else "trn1.32xlarge"
         raise ConfigError(f"no {label} price: pass --{side}-instance NAME (e.g. {example}) or {flag} USD-per-hour "
                           f"({side}-instance or {side}-price in [tool.neuron-ready.workload])")
     _, p = lookup(name, "gpu" if side == "gpu" else "trainium", pricing, flag)
-    return p.usd, name, f"{name} {pricing} {p.usd:g}/h ({p.date}; {p.source})"
+    return p.usd, name, f"{name} {pricing} {p.usd:g} {CURRENCY}/h in {REGION} ({p.date}; {p.source})"
 
 
 def workload_from(values: dict) -> Workload:
@@ -123,15 +124,21 @@ def per_run(w: Workload, relative_throughput: float | None = None) -> tuple[floa
 
 
 def payback(port_cost: float, saving: float, runs_per_month: float | None, horizon_months: float) -> dict:
+    """`verdict` is "gpu" when the port never pays back or pays back only after the horizon,
+    "trainium" when it pays back within it, and None without a run rate: there is then no time
+    horizon, only a number of runs (`verdict_text` says which)."""
     runs = port_cost / saving if saving > 0 else None
     months = runs / runs_per_month if runs is not None and runs_per_month else None
     if saving <= 0:
-        verdict = "gpu"
+        verdict, text = "gpu", "gpu: Trainium never pays back"
     elif months is None:
-        verdict = "trainium"  # cheaper per run; without a run rate there is no horizon to miss
+        verdict, text = None, f"pays back after {runs:,.1f} runs"
+    elif months <= horizon_months:
+        verdict, text = "trainium", "trainium"
     else:
-        verdict = "trainium" if months <= horizon_months else "gpu"
-    return {"port_cost": port_cost, "breakeven_runs": runs, "breakeven_months": months, "verdict": verdict}
+        verdict, text = "gpu", "gpu"
+    return {"port_cost": port_cost, "breakeven_runs": runs, "breakeven_months": months, "verdict": verdict,
+            "verdict_text": text}
 
 
 def compute(w: Workload, p50: float, p80: float) -> dict:
@@ -178,12 +185,9 @@ def summary_line(result: dict) -> str:
     months = result["breakeven_months"]
     when = f" ≈ {months:.1f} months" if months is not None else ""
     r80 = result["p80"]["breakeven_runs"]
+    verdict = f" · verdict: {result['verdict']}" if result["verdict"] else " · no verdict without runs per month"
     return (f"Break-even: {runs:.1f} runs{when} at P50 ({r80:.1f} runs at P80); saves {_usd(result['saving_per_run'])} "
-            f"per run after a {_usd(result['port_cost'])} port · verdict: {result['verdict']}")
-
-
-def _usd(x: float) -> str:
-    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+            f"per run after a {_usd(result['port_cost'])} port{verdict}")
 
 
 def _rounded(d):

@@ -7,6 +7,7 @@ the rule id and the field, so a broken catalog is fixed in one look.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from .model import CATEGORIES, CONFIDENCES, TARGETS
+from .numbers import plural
 
 RULE_ID = re.compile(r"^NR\d{4}$")
 # Two digits after NR name the category, so "NR10" selects every device rule.
@@ -153,9 +155,12 @@ class Rule:
         return self.remedy_xla if target == "xla" and self.remedy_xla else self.remedy
 
     def render_message(self, symbol: str, details: dict | None = None) -> str:
-        """The message with `{name}` (what matched) and `{key}` for a detail such as `{kernel}`."""
+        """The message with `{name}` (what matched), `{key}` for a detail such as `{kernel}`, and
+        `{key:noun}` for a count with its noun in the right number (`{kernels:kernel}`: 1 kernel)."""
         text = self.message or self.title
         for key, value in (details or {}).items():
+            if isinstance(value, int):
+                text = re.sub(r"\{" + re.escape(key) + r":([^}]+)\}", lambda m: plural(value, m.group(1)), text)
             text = text.replace("{" + key + "}", str(value))
         return text.replace("{name}", symbol) if symbol else text.replace(" `{name}`", "")
 
@@ -207,6 +212,40 @@ def selector_matches(selector: str, rule_id: str, category: str) -> bool:
 def valid_selector(selector: str) -> bool:
     s = selector.strip()
     return s.upper() == "ALL" or s in CATEGORIES or bool(re.fullmatch(r"NR\d{0,4}", s.upper()))
+
+
+def selector_problem(catalog: "Catalog", selector: str) -> str | None:
+    """Why a well-formed selector selects nothing in `catalog` (with a did-you-mean), or None."""
+    s = selector.strip()
+    if s.upper() == "ALL" or s in CATEGORIES or any(r.id.startswith(s.upper()) for r in catalog):
+        return None
+    close = _nearest_id(s.upper(), [r.id for r in catalog])
+    hint = f" (did you mean {close}?)" if close else ""
+    return f"{s!r} matches no rule in the catalog{hint}; `neuron-ready rules` lists them"
+
+
+def _nearest_id(s: str, ids: list[str]) -> str | None:
+    """The rule of the longest shared category prefix (NR10..), numerically nearest: NR1099 -> NR1029."""
+    for n in range(len(s) - 1, 3, -1):
+        same = [i for i in ids if i.startswith(s[:n])]
+        if same:
+            return min(same, key=lambda i: abs(int(i[2:]) - int(s[2:].ljust(4, "0"))))
+    return None
+
+
+def not_a_selector(selector: str) -> str:
+    """The message for a selector that is not even well formed, with a did-you-mean category."""
+    close = difflib.get_close_matches(selector.strip().lower(), CATEGORIES, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"{selector!r} is not a rule id, id prefix (e.g. NR10) or category{hint}"
+
+
+def check_selectors(catalog: "Catalog", where: str, selectors: Iterable[str]) -> None:
+    """One line naming the first selector (of --select, --ignore, ...) that selects nothing."""
+    for s in selectors:
+        problem = selector_problem(catalog, s)
+        if problem:
+            raise CatalogError(f"{where}: {problem}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .catalog import valid_selector
-from .model import EFFORT_CLASSES, TARGETS
+from .catalog import not_a_selector, valid_selector
+from .model import CATEGORIES, EFFORT_CLASSES, TARGETS
 
 TOOL = "neuron-ready"
 CONFIG_FILES = ("neuron-ready.toml", ".neuron-ready.toml", "pyproject.toml")
@@ -167,7 +167,7 @@ def _selectors(raw: RawConfig, key: str, value: Any, subtable: str | None = None
     out = _strings(raw, key, value)
     for s in out:
         if not valid_selector(s):
-            raise raw.error(f"{key}: {s!r} is not a rule id, id prefix (e.g. NR10) or category", key, subtable)
+            raise raw.error(f"{key}: {not_a_selector(s)}", key, subtable)
     return out
 
 
@@ -179,14 +179,30 @@ def parse_size(value: Any) -> int:
         if m:
             unit = (m.group(2) or "b").lower().rstrip("b").rstrip("i")
             mult = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit]
-            return int(float(m.group(1)) * mult)
-    raise ValueError(f"expected a size like 2000000, '500KiB' or '2MiB', got {value!r}")
+            n = int(float(m.group(1)) * mult)
+            if n > 0:  # a limit of 0 bytes would skip every file and leave nothing analysed
+                return n
+    raise ValueError(f"expected a size above 0 like 2000000, '500KiB' or '2MiB', got {value!r}")
+
+
+def glob_problem(patterns: list[str]) -> str | None:
+    """Why a gitignore-style pattern cannot be used (e.g. the range in '**/[z-a]'), or None."""
+    import pathspec  # as discover.py reads them
+
+    for p in patterns:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([p])
+        except (ValueError, re.error) as e:
+            return f"{p!r} is not a valid gitignore-style pattern ({e})"
+    return None
 
 
 def check_fail_on(values: list[str]) -> list[str]:
     for v in values:
         if v not in EFFORT_CLASSES and v != "any" and not valid_selector(v):
-            raise ValueError(f"{v!r} is not an effort class ({', '.join(EFFORT_CLASSES)}), 'any', a rule id, prefix or category")
+            close = difflib.get_close_matches(v.lower(), [*EFFORT_CLASSES, "any", *CATEGORIES], n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"{v!r} is not an effort class ({', '.join(EFFORT_CLASSES)}), 'any', a rule id, prefix or category{hint}")
     return values
 
 
@@ -208,6 +224,9 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
         settings.ignore = _selectors(raw, "ignore", t["ignore"])
     if "exclude" in t:
         settings.exclude = _strings(raw, "exclude", t["exclude"])
+        problem = glob_problem(settings.exclude)
+        if problem:
+            raise raw.error(f"exclude: {problem}", "exclude")
     if "per-path-ignores" in t:
         ppi = t["per-path-ignores"]
         if not isinstance(ppi, dict):
@@ -215,6 +234,9 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
         settings.per_path_ignores = {
             pattern: _selectors(raw, pattern, sel, "per-path-ignores") for pattern, sel in ppi.items()
         }
+        problem = glob_problem(list(ppi))
+        if problem:
+            raise raw.error(f"per-path-ignores: {problem}", None, "per-path-ignores")
     if "extra-catalogs" in t:
         paths = [base / p for p in _strings(raw, "extra-catalogs", t["extra-catalogs"])]
         for p in paths:

@@ -627,8 +627,12 @@ def _group_rules(fs: list[Finding]) -> dict[str, list[Finding]]:
 
 
 def op_name(f: Finding) -> str:
-    """`torch.fft.rfft` -> rfft, `.sort()` -> sort: one task per distinct op, whatever the spelling."""
-    name = (f.symbol or f.rule).split("(")[0].strip(".").split(".")[-1]
+    """`torch.fft.rfft` -> rfft, `.sort()` -> sort, and a traced `aten::scatter_reduce.two` ->
+    scatter_reduce (the op, not its overload): one task per distinct op, whatever the spelling."""
+    symbol = (f.symbol or f.rule).split("(")[0]
+    if symbol.startswith(("aten::", "aten.")):
+        return symbol.replace("::", ".").split(".")[1] or f.rule
+    name = symbol.strip(".").split(".")[-1]
     return name or f.rule
 
 

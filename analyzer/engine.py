@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .catalog import Catalog, load_catalog
+from .catalog import Catalog, check_selectors, load_catalog, not_a_selector, selector_problem, valid_selector
 from .config import Settings
 from .discover import Discovery, discover, explicit_files
-from .model import Report
+from .model import CATEGORIES, EFFORT_CLASSES, Report
 from .cache import Keys, ResultCache, content_digest, decode_result, default_dir, encode_result
 from .progress import Progress
 from .report_cache import ReportCache, ReportKey
@@ -43,7 +43,24 @@ class ScanOutcome:
 
 
 def active_catalog(settings: Settings) -> Catalog:
-    return load_catalog(settings.extra_catalogs).select(settings.target, settings.select, settings.ignore)
+    """The rules this scan applies, after every selector was checked against the whole catalog."""
+    full = load_catalog(settings.extra_catalogs)
+    check_settings_selectors(settings, full)
+    return full.select(settings.target, settings.select, settings.ignore)
+
+
+def check_settings_selectors(settings: Settings, full: Catalog | None = None) -> None:
+    """Every selector checked against the whole catalog (extra catalogs included): one that selects
+    nothing is a typo, never a silent no-op. Loads the catalog only when there is one to check."""
+    rules_in_fail_on = [s for s in settings.fail_on if s not in EFFORT_CLASSES and s != "any"]
+    if not (settings.select or settings.ignore or rules_in_fail_on or settings.per_path_ignores):
+        return
+    full = full if full is not None else load_catalog(settings.extra_catalogs)
+    check_selectors(full, "select", settings.select)
+    check_selectors(full, "ignore", settings.ignore)
+    check_selectors(full, "fail-on", rules_in_fail_on)
+    for pattern, selectors in sorted(settings.per_path_ignores.items()):
+        check_selectors(full, f"per-path-ignores {pattern!r}", selectors)
 
 
 def find_files(settings: Settings) -> Discovery:
@@ -205,6 +222,21 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     return results  # type: ignore[return-value]
 
 
+def suppression_warnings(settings: Settings, results: list[FileResult]) -> list[str]:
+    """`# neuron-ready: ignore[NR1099]` that names no rule: a warning, since it suppresses nothing."""
+    named = [(r.rel, line, s) for r in results for line, s in r.facts.get("suppression_selectors", [])]
+    if not named:
+        return []
+    full = load_catalog(settings.extra_catalogs)
+    out = []
+    for rel, line, s in named:
+        s = s.lower() if s.lower() in CATEGORIES else s  # suppressions are read in upper case
+        problem = selector_problem(full, s) if valid_selector(s) else not_a_selector(s)
+        if problem:
+            out.append(f"{rel}:{line}: suppression {problem}")
+    return out
+
+
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -219,6 +251,7 @@ def run_scan(settings: Settings, catalog: Catalog | None = None,
     traced findings in there)."""
     found = find_files(settings)
     stats = ScanStats()
+    check_settings_selectors(settings)  # before the cache: a cached report was made without --fail-on
     stamps = reports = key = None
     if settings.cache and extend is None and catalog is None:  # a given catalog is not in the key
         stamps = [stamp_of(j.path) for j in found.jobs]
@@ -229,6 +262,7 @@ def run_scan(settings: Settings, catalog: Catalog | None = None,
             stats.files = stats.cached = len(found.jobs)
             stats.report_cached = True
             stats.cache_dir = str(reports.files.dir)
+            stats.warnings.extend(report.warnings)
             return ScanOutcome(report, [], catalog, stats, settings)
     catalog = catalog if catalog is not None else active_catalog(settings)
     ctx = make_context(settings, catalog, found)
@@ -238,6 +272,8 @@ def run_scan(settings: Settings, catalog: Catalog | None = None,
     from .report import build_report
 
     report = build_report(settings, catalog, found, results)
+    report.warnings = suppression_warnings(settings, results)
+    stats.warnings.extend(report.warnings)
     if reports is not None and key is not None and not stats.uncached:
         reports.put(key, report, time.time_ns())
     return ScanOutcome(report, results, catalog, stats)

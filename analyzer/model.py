@@ -180,7 +180,7 @@ class Estimate:
     person_days: Range
     p50: float
     p80: float
-    score: int
+    score: int | None  # None: nothing was analysed, so there is nothing to score
     drivers: list[str] = field(default_factory=list)  # task ids, most expensive first
     details: dict[str, Any] = field(default_factory=dict)  # e.g. tasks, likely_by_category
 
@@ -236,6 +236,16 @@ class Report:
     opt_in: list[Part] = field(default_factory=list)  # one per feature, costed apart
     evaluation: Part | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. "breakeven", "entries", "trace"
+    # Source files (Python, notebooks, native, or a trace) actually read and matched; None when
+    # unknown (a report from an older version). 0 means the report is no all-clear.
+    files_analysed: int | None = None
+    # Warnings about the inputs (a suppression naming no rule): printed on stderr, not part of the
+    # JSON, but kept with a cached report so a re-scan repeats them.
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def analysed(self) -> bool:
+        return self.files_analysed is None or self.files_analysed > 0
 
     def to_dict(self) -> dict[str, Any]:
         by_category: dict[str, int] = {}
@@ -243,6 +253,7 @@ class Report:
             by_category[f.category] = by_category.get(f.category, 0) + 1
         summary: dict[str, Any] = {
             "files_scanned": self.files_scanned,
+            **({} if self.files_analysed is None else {"files_analysed": self.files_analysed}),
             "findings": len(self.findings),
             "score": self.estimate.score,
             "effort": self.estimate.to_dict(),

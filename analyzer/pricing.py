@@ -18,6 +18,11 @@ else:  # pragma: no cover
 
 from .config import PRICINGS, ConfigError
 FAMILIES = ("gpu", "trainium")
+# Every catalog price is Linux on-demand (or reserved, spot) in this region, in this currency.
+REGION = "us-east-1"
+CURRENCY = "USD"
+# Trainium generations the native target (TorchNeuron, PyTorch >= 2.10) runs on; trn1 is XLA only.
+NATIVE_TRAINIUM = ("trn2", "trn3")
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 

@@ -17,6 +17,15 @@ from .reach import FileInfo, analyse
 from .sources import FileResult
 
 
+CODE_KINDS = ("python", "notebook", "native", "cmake", "trace")
+
+
+def analysed_file(result: FileResult) -> bool:
+    """Code that was read and matched: not a dependency list, not a file skipped with a
+    diagnostic (too large, binary, unparsable); a notebook with one broken cell still counts."""
+    return result.kind in CODE_KINDS and (bool(result.findings) or not result.diagnostics)
+
+
 _CONTEXT_REASON = {
     "host": "runs on the host (data loading)",
     "evaluation": "evaluation, inference or export code",
@@ -86,6 +95,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     # library's own compile helpers say nothing about how its users train).
     compiled = ctx.compiled if ctx.function_level else False
     tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled)
+    analysed = sum(1 for r in results if analysed_file(r))
+    if not analysed:
+        est.score = None  # no all-clear for a scan that read no code
     report = Report(
         tool_version=__version__,
         target=settings.target,
@@ -97,6 +109,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         estimate=est,
         off_path=off_path,
         suppressed=sum(r.suppressed for r in results),
+        files_analysed=analysed,
     )
     report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references, settings.target, compiled)
     if include:
@@ -113,5 +126,6 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
             raise workload_error(settings, e) from None
         result = breakeven.compute(workload, round(est.p50, 2), round(est.p80, 2))
         result["summary"] = breakeven.summary_line(result)
+        result["sensitivity"] = breakeven.sensitivity(workload, round(est.p50, 2))
         report.extra["breakeven"] = result
     return report

@@ -179,6 +179,10 @@ class Frames:
         return self.from_summaries(traceback.extract_tb(e.__traceback__))
 
 
+# Plain Python errors in the user's call or code: the trace did not run, so it reports nothing.
+USER_ERRORS = (TypeError, NameError, KeyError, IndexError, ValueError, AttributeError, ImportError, ZeroDivisionError)
+
+
 def _first_line(e: BaseException, limit: int = 200) -> str:
     """`Type: first line of the message`, with the working directory taken out of paths in it."""
     text = str(e).strip().splitlines()
@@ -698,6 +702,9 @@ def _run(model, args, kwargs, train: bool, mode, recorder: OpRecorder, frames: F
         result.stopped = TraceEvent("data-dependent-branch", str(e), e.site)
     except Exception as e:  # noqa: BLE001 - what the trace cannot capture is a finding, not a crash
         result.stopped = TraceEvent("trace-error", _first_line(e), frames.from_exception(e))
+        if type(e) in USER_ERRORS:  # exactly these: torch's own errors subclass some of them
+            result.user_error = True
+            return
         result.events.append(result.stopped)
     finally:
         recorder.phase = None

@@ -139,6 +139,9 @@ class TraceResult:
     forward_done: bool = False
     backward_done: bool = False
     stopped: TraceEvent | None = None  # why the trace ended early (an error, or a loop on data)
+    # The user's forward or backward raised a plain Python error (a missing argument, a bad key):
+    # a mistake in the call, not code the trace cannot capture. The CLI reports it and exits 2.
+    user_error: bool = False
     graph_breaks: str = "skipped"  # "ran", "skipped" or "failed: <why>"
     graph_count: int = 0  # graphs TorchDynamo captured (graph breaks + 1) when it ran
     shape_guards: list[dict] = field(default_factory=list)  # --dynamic: guards on symbolic input sizes

@@ -97,8 +97,8 @@ def test_pull_request_comment_created_then_updated(pr, tmp_path):
         body = bodies[1]
         assert body.startswith(marker("neuron-ready") + "\n<!-- neuron-ready-valid-at: 2026-01-02T10:00:00Z -->\n")
         assert "**This change adds 1 finding and removes 1.**" in body
-        assert "| `train.py:7` | NR1007 |" in body  # the new one, at its new line
-        assert "| `kernels/scale.cu:1` | NR1703 |" in body.split("Removed (1)")[1]
+        assert "| `train.py:7` | [NR1007](" in body  # the new one, at its new line
+        assert "| `kernels/scale.cu:1` | [NR1703](" in body.split("Removed (1)")[1]
         summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
         assert summary in body and summary.startswith("### neuron-ready")
 
@@ -147,7 +147,7 @@ def test_fail_on_fails_the_step_after_reporting(pr, tmp_path):
     with FakeGitHub() as gh:
         r = run(repo, tmp_path, gh, event_file(tmp_path, base, head), **{"fail-on": "device"})
         assert r.code == 1
-        assert "neuron-ready: --fail-on met: 1 finding(s) of device" in r.step("scan").stderr
+        assert "neuron-ready: --fail-on met: 1 finding of device" in r.step("scan").stderr
         assert len(gh.bodies(OWNER_REPO, 7)) == 1 and (tmp_path / "summary.md").exists()
         ok = run(repo, tmp_path, gh, event_file(tmp_path, base, head), **{"fail-on": "custom-cuda,month-plus", "comment": "false"})
         assert ok.code == 0 and ok.outputs["comment"] == "none"

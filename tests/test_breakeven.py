@@ -38,7 +38,8 @@ def test_known_answer_p5_vs_trn1():
     assert r["breakeven_runs"] == round(12000 / 2816.5, 4) == 4.2606
     assert r["breakeven_months"] == round(12000 / 2816.5 / 4, 4) == 1.0652
     assert r["verdict"] == "trainium"
-    assert r["p80"] == {"port_cost": 18000.0, "breakeven_runs": 6.3909, "breakeven_months": 1.5977, "verdict": "trainium"}
+    assert r["p80"] == {"port_cost": 18000.0, "breakeven_runs": 6.3909, "breakeven_months": 1.5977, "verdict": "trainium",
+                        "verdict_text": "trainium"}
     assert r["person_days"] == {"p50": 10.0, "p80": 15.0}
 
 
@@ -49,7 +50,9 @@ def test_known_answer_clusters():
     assert r["gpu_cost_per_run"] == 4392.0 and r["trainium_cost_per_run"] == 4300.0
     assert r["saving_per_run"] == 92.0
     assert r["breakeven_runs"] == round(24000 / 92, 4) and r["breakeven_months"] is None
-    assert r["verdict"] == "trainium"  # cheaper per run; no run rate, so no horizon to miss
+    # cheaper per run, but without a run rate there is no time horizon: no "trainium" verdict, only runs
+    assert r["verdict"] is None and r["verdict_text"] == "pays back after 260.9 runs"
+    assert r["p80"]["verdict"] is None and r["p80"]["verdict_text"] == "pays back after 391.3 runs"
 
 
 def test_trainium_dearer_per_run_never_pays_back():

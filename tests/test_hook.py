@@ -22,7 +22,7 @@ def test_fails_on_any_finding_by_default(tmp_path):
     r = run_cli("hook", "train.py", "notes.txt", cwd=tmp_path)
     assert r.code == 1
     assert r.out.startswith("train.py\n") and "NR1001" in r.out
-    assert r.err.strip() == "neuron-ready: --fail-on met: 1 finding(s)"
+    assert r.err.strip() == "neuron-ready: --fail-on met: 1 finding"
 
 
 def test_threshold_from_args_or_configuration(tmp_path):
@@ -48,7 +48,7 @@ def test_baseline_in_the_hook(tmp_path):
     r = run_cli("hook", "train.py", "--baseline", "b.json", cwd=tmp_path)
     listed = [int(m.group(1)) for m in re.finditer(r"^\s+(\d+):\d+\s+NR\d+", r.out, re.M)]
     assert r.code == 1 and listed == [4]  # only the new line, not the known one on line 3
-    assert "1 new finding(s), 1 known" in r.err
+    assert "1 new finding, 1 known" in r.err
 
 
 def test_main_help_lists_the_review_commands():

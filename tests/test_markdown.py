@@ -30,7 +30,7 @@ def test_comment_body_has_the_estimate_drivers_and_findings():
     assert body.count("<details>") == body.count("</details>") == 1
     rows = [line for line in body.splitlines() if line.startswith("| `")]
     assert len(rows) == len(report.findings)
-    assert "| `csrc/scan_kernel.cu:6` | NR1703 |" in body
+    assert "| `csrc/scan_kernel.cu:6` | [NR1703](https://github.com/neuron-ready/neuron-ready/blob/main/docs/rules.md#nr1703) |" in body
 
 
 def test_breakeven_line_when_configured():
@@ -62,7 +62,7 @@ def test_untrusted_names_cannot_break_the_table_or_inject_html(tmp_path):
     body = markdown.render(run_scan(Settings(root=root)).report)
     row = next(line for line in body.splitlines() if "NR1703" in line)
     cells = re.split(r"(?<!\\)\|", row)
-    assert len(cells) == 5  # | loc | rule | finding |: no pipe from the file name leaks out
+    assert len(cells) == 6  # | loc | rule | finding | fix |: no pipe from the file name leaks out
     assert "<img" in row and "<img" not in re.sub(r"(`+)(.+?)\1", "", row)  # only inside code spans
     assert markdown.inline("see <img src=x> and @octocat") == "see &lt;img src=x&gt; and @\u200bocto" + "cat"
     assert markdown.inline("`<b>|` then <b>") == "`<b>\\|` then &lt;b&gt;"

@@ -66,7 +66,7 @@ def test_try_repo_passes_then_fails(project, home, repo_snapshot):
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert re.search(r"neuron-ready \(Trainium port readiness\)\.+Failed", bad.stdout)
     assert "gpu.py" in bad.stdout and "NR1001" in bad.stdout and "fix:" in bad.stdout
-    assert "--fail-on met: 1 finding(s)" in bad.stdout
+    assert "--fail-on met: 1 finding" in bad.stdout
 
 
 def _documented_config(snapshot: Path) -> dict:
@@ -100,7 +100,7 @@ def test_documented_args_with_a_baseline(project, home, repo_snapshot):
     bad = pre_commit(project, home, "run", "--files", "kernel.cu", "kernel2.cu")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "kernel2.cu" in bad.stdout and "NR1703" in bad.stdout
-    assert "1 new finding(s), 1 known" in bad.stdout
+    assert "1 new finding, 1 known" in bad.stdout
 
     # a file neuron-ready does not read passes; so does a commit with no files for the hook at all
     other = pre_commit(project, home, "run", "--files", "README.md")

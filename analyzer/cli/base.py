@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 
 import click
@@ -91,17 +92,67 @@ def main() -> None:
     """
 
 
-def exit_on_fail(ctx: click.Context, reasons: list[str]) -> None:
-    """Exit 1 with the reasons on stderr when a --fail-on threshold is met."""
+def check_api_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--api-url (or $GITHUB_API_URL): an http(s) URL with a host, or empty for the default."""
+    from urllib.parse import urlsplit
+
+    if not value:
+        return value
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+    except ValueError:  # e.g. a port that is not a number, or out of range
+        ok = False
+    if not ok:
+        raise click.BadParameter(f"{value!r} is not an http(s) URL like https://api.github.com", ctx, param)
+    return value
+
+
+def check_repo(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--repo (or $GITHUB_REPOSITORY): OWNER/NAME, or empty for "not given"."""
+    if value and not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", value):
+        raise click.BadParameter(f"{value!r} is not OWNER/NAME", ctx, param)
+    return value
+
+
+def check_file(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A file option that may come from an environment variable: empty is "not given"."""
+    if value and not os.path.isfile(value):
+        raise click.BadParameter(f"no such file: {value}", ctx, param)
+    return value
+
+
+def exit_on_fail(ctx: click.Context, reasons: list[str], fail_on: list[str] | None = None, analysed: bool = True) -> None:
+    """Exit 1 with the reasons on stderr when a --fail-on threshold is met. A report that analysed
+    nothing cannot pass a gate: with --fail-on it is a usage error (exit 2), never a green run."""
+    if fail_on and not analysed:
+        raise UserError("--fail-on: nothing was analysed (no Python, notebook or native source), so there is "
+                        "nothing to judge; check the path, --exclude and --max-file-size")
     if reasons:
         click.echo("neuron-ready: --fail-on met: " + "; ".join(reasons), err=True)
         ctx.exit(1)
 
 
-def write_output(text: str, output: str | None) -> None:
+def use_color(flag: bool | None, output: str | None) -> bool:
+    """--color/--no-color first, then NO_COLOR (https://no-color.org), then FORCE_COLOR, else
+    colour only when writing to a terminal."""
+    if flag is not None:
+        return flag
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return output in (None, "-") and sys.stdout.isatty()
+
+
+def write_output(text: str, output: str | None, color: bool = False) -> None:
+    """Standard output or FILE (its missing folders are created, as Ruff's --output-file does).
+    `color` keeps the ANSI codes click would strip from a pipe or a file."""
     if output is None or output == "-":
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=color or None)
         return
+    if not color:
+        text = click.unstyle(text)
     path = os.path.abspath(output)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

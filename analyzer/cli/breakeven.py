@@ -9,7 +9,8 @@ import click
 
 from .. import breakeven as be
 from ..config import PRICINGS, ConfigError, load_settings
-from ..render.breakeven import render_text
+from ..pricing import NATIVE_TRAINIUM
+from ..render.breakeven import instances_text, render_text
 from .base import UserError, split_list, write_output
 
 # Flag (python name) -> workload key in [tool.neuron-ready.workload].
@@ -22,10 +23,10 @@ _FLAGS = {
 }
 
 
-def read_report(path: Path, include: list[str] = ()) -> tuple[float, float]:
-    """P50 and P80 person-days of a `neuron-ready scan --format json` report: its must-port part, plus
-    the opt-in features named in `include` ("all" for every one). A feature adds its own P50 and P80:
-    summed percentiles, a little above what one joint simulation would give, so never an under-estimate."""
+def read_report(path: Path, include: list[str] = ()) -> tuple[float, float, str | None]:
+    """P50 and P80 person-days and the target of a `neuron-ready scan --format json` report: its
+    must-port part, plus the opt-in features named in `include` ("all" for every one). A feature adds
+    its own P50 and P80: summed percentiles, a little above what one joint simulation would give."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -50,7 +51,18 @@ def read_report(path: Path, include: list[str] = ()) -> tuple[float, float]:
                     p50, p80 = p50 + float(part["p50"]), p80 + float(part["p80"])
                 except (KeyError, TypeError, ValueError):
                     raise UserError(f"--report {path}: opt-in feature {name!r} has no p50 / p80") from None
-    return p50, p80
+    if data["summary"].get("score", 0) is None:
+        raise UserError(f"--report {path}: the scan analysed nothing, so it has no effort estimate")
+    target = data.get("target")
+    return p50, p80, target if isinstance(target, str) else None
+
+
+def target_warning(target: str, instance: str | None) -> str | None:
+    """A Trainium instance the scanned target cannot run on (TorchNeuron needs Trn2/Trn3)."""
+    if target == "native" and instance and not instance.startswith(NATIVE_TRAINIUM) and instance.startswith("trn"):
+        return (f"{instance} is a Trn1 instance, which the native target (TorchNeuron) does not support: "
+                "price a trn2/trn3 instance, or scan with --target xla")
+    return None
 
 
 @click.command("breakeven")
@@ -75,15 +87,21 @@ def read_report(path: Path, include: list[str] = ()) -> tuple[float, float]:
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of standard output.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Config file with [tool.neuron-ready.workload].")
 @click.option("--isolated", is_flag=True, help="Ignore configuration files.")
-def breakeven_cmd(report_path, include_opt_in, fmt, output, config_path, isolated, **flags):
+@click.option("--list-instances", is_flag=True, help="Print the pricing catalog (instances, prices, dates, sources) and exit.")
+def breakeven_cmd(report_path, include_opt_in, fmt, output, config_path, isolated, list_instances, **flags):
     """When does porting to Trainium pay for itself? Inputs come from [tool.neuron-ready.workload]
     and these flags (flags win); prices from the dated pricing catalog unless given.
 
     \b
+    neuron-ready scan --target xla --format json -o scan.json   # trn1 runs the xla target
     neuron-ready breakeven --report scan.json --gpu-instance p5.48xlarge \\
         --trainium-instance trn1.32xlarge --gpu-hours-per-run 100 --relative-throughput 0.8 --runs-per-month 4
     """
+    if list_instances:
+        write_output(instances_text(), output)
+        return
     settings = load_settings(Path("."), config_path, isolated)
+    target = settings.target
     values = dict(settings.workload)
     for name, key in _FLAGS.items():
         if flags.get(name) is not None:
@@ -95,7 +113,8 @@ def breakeven_cmd(report_path, include_opt_in, fmt, output, config_path, isolate
     given = {key for name, key in _FLAGS.items() if flags.get(name) is not None}
     try:
         if report_path is not None:
-            p50, p80 = read_report(report_path, split_list(include_opt_in))
+            p50, p80, target = read_report(report_path, split_list(include_opt_in))
+            target = target or settings.target
         elif values.get("person-days") is not None:
             p50 = p80 = be.workload_number(values, "person-days", positive=False, minimum=0.0)
         else:
@@ -107,6 +126,9 @@ def breakeven_cmd(report_path, include_opt_in, fmt, output, config_path, isolate
         if key is None:
             raise
         raise UserError(f"--{str(e).removeprefix('workload ')}") from None
+    warning = target_warning(target, workload.trainium_instance)
+    if warning:
+        click.echo(f"neuron-ready: warning: {warning}", err=True)
     result = be.compute(workload, p50, p80)
     sens = be.sensitivity(workload, p50)
     if fmt == "json":

@@ -12,7 +12,7 @@ import click
 from ..action import ActionError, ActionInputs, run_action
 from ..engine import run_scan
 from ..model import TARGETS
-from .base import UserError, exit_on_fail, split_list
+from .base import UserError, check_api_url, check_file, check_repo, exit_on_fail, split_list
 from .diff import parse_fail_on
 from .scan import build_settings
 
@@ -28,10 +28,10 @@ from .scan import build_settings
 @click.option("--tag", default="neuron-ready", envvar="NEURON_READY_TAG", show_default=True, help="Marker that identifies this job's comment.")
 @click.option("--summary", default="", envvar="GITHUB_STEP_SUMMARY", metavar="FILE", help="Append the Markdown report here (default: $GITHUB_STEP_SUMMARY).")
 @click.option("--outputs", default="", envvar="GITHUB_OUTPUT", metavar="FILE", help="Append step outputs here (default: $GITHUB_OUTPUT).")
-@click.option("--repo", default="", envvar="GITHUB_REPOSITORY", metavar="OWNER/NAME", help="Repository (default: $GITHUB_REPOSITORY).")
+@click.option("--repo", default="", envvar="GITHUB_REPOSITORY", metavar="OWNER/NAME", callback=check_repo, help="Repository (default: $GITHUB_REPOSITORY).")
 @click.option("--pr", type=int, envvar="NEURON_READY_PR", help="Pull-request number (default: from $GITHUB_EVENT_PATH).")
-@click.option("--api-url", default="", envvar="GITHUB_API_URL", help="GitHub API URL (default: $GITHUB_API_URL or https://api.github.com).")
-@click.option("--event", "event_path", default="", envvar="GITHUB_EVENT_PATH", metavar="FILE", help="The event payload (default: $GITHUB_EVENT_PATH).")
+@click.option("--api-url", default="", envvar="GITHUB_API_URL", callback=check_api_url, help="GitHub API URL (default: $GITHUB_API_URL or https://api.github.com).")
+@click.option("--event", "event_path", default="", envvar="GITHUB_EVENT_PATH", metavar="FILE", callback=check_file, help="The event payload (default: $GITHUB_EVENT_PATH).")
 @click.pass_context
 def ci_cmd(ctx, path, target, entry, fail_on, comment, base_ref, sarif, tag, summary, outputs, repo, pr, api_url, event_path):
     """Scan a pull request's head and base, comment the difference, write summary and SARIF.
@@ -55,9 +55,13 @@ def ci_cmd(ctx, path, target, entry, fail_on, comment, base_ref, sarif, tag, sum
         result = run_action(inputs, scan)
     except ActionError as e:
         raise UserError(str(e)) from None
+    except OSError as e:  # --sarif, --summary or --outputs cannot be written
+        flag = next((f"--{k} {v}: " for k, v in (("sarif", sarif), ("summary", summary), ("outputs", outputs))
+                     if v and str(e.filename) in v), "")
+        raise UserError(f"{flag}cannot write {e.filename}: {e.strerror or e}") from None
     click.echo(result.body, nl=False)
     if result.comment is not None:
         click.echo(f"neuron-ready: {result.comment.message}", err=True)
     for note in result.notes:
         click.echo(f"neuron-ready: {note}", err=True)
-    exit_on_fail(ctx, result.reasons)
+    exit_on_fail(ctx, result.reasons, inputs.fail_on, result.head.analysed)

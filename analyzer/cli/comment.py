@@ -8,16 +8,16 @@ import click
 
 from ..action import ActionError, commit_time, read_event
 from ..github import GitHubClient, GitHubError, parse_time, upsert_comment
-from .base import UserError
+from .base import UserError, check_api_url, check_repo
 
 
 @click.command("comment")
 @click.argument("body_file", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--repo", default="", envvar="GITHUB_REPOSITORY", metavar="OWNER/NAME", help="Repository (default: $GITHUB_REPOSITORY).")
+@click.option("--repo", default="", envvar="GITHUB_REPOSITORY", metavar="OWNER/NAME", callback=check_repo, help="Repository (default: $GITHUB_REPOSITORY).")
 @click.option("--pr", type=int, envvar="NEURON_READY_PR", help="Pull-request number (default: from $GITHUB_EVENT_PATH).")
 @click.option("--tag", default="neuron-ready", show_default=True, help="Marker that identifies this job's comment.")
 @click.option("--valid-at", metavar="TIME", help="ISO 8601 time the body is valid at; a comment valid at a later time is never overwritten. Default: the time of the HEAD commit, when run in a git checkout.")
-@click.option("--api-url", default="", envvar="GITHUB_API_URL", help="GitHub API URL (default: $GITHUB_API_URL or https://api.github.com).")
+@click.option("--api-url", default="", envvar="GITHUB_API_URL", callback=check_api_url, help="GitHub API URL (default: $GITHUB_API_URL or https://api.github.com).")
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True, metavar="NAME", help="Environment variable holding the token.")
 def comment_cmd(body_file, repo, pr, tag, valid_at, api_url, token_env):
     """Create or update this tool's one comment on a pull request with the Markdown in BODY_FILE

@@ -7,17 +7,23 @@ from pathlib import Path
 import click
 
 from ..baseline import diff_reports, load_report
+from ..catalog import check_selectors, load_catalog
 from ..config import check_fail_on
 from ..gate import diff_fail_reasons
+from ..model import EFFORT_CLASSES
 from ..render.diff import DIFF_FORMATS, render
 from .base import exit_on_fail, split_list, write_output
 
 
 def parse_fail_on(values: tuple[str, ...]) -> list[str]:
     try:
-        return check_fail_on(split_list(values))
+        checks = check_fail_on(split_list(values))
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--fail-on") from None
+    rules = [s for s in checks if s not in EFFORT_CLASSES and s != "any"]
+    if rules:
+        check_selectors(load_catalog(), "--fail-on", rules)
+    return checks
 
 
 @click.command("diff")
@@ -34,4 +40,5 @@ def diff_cmd(ctx, base, head, fmt, output, fail_on):
     source, so code that only moved is neither new nor fixed."""
     diff = diff_reports(load_report(base), load_report(head))
     write_output(render(diff, fmt), output)
-    exit_on_fail(ctx, diff_fail_reasons(diff, parse_fail_on(fail_on)))
+    checks = parse_fail_on(fail_on)
+    exit_on_fail(ctx, diff_fail_reasons(diff, checks), checks, diff.head.analysed)

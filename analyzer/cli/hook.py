@@ -10,8 +10,8 @@ import click
 from ..engine import run_scan
 from ..gate import fail_reasons
 from ..render import render
-from .base import exit_on_fail
-from .scan import baseline_option, build_settings, scan_options, with_baseline
+from .base import exit_on_fail, use_color, write_output
+from .scan import baseline_option, build_settings, color_option, scan_options, with_baseline
 
 
 @click.command("hook")
@@ -20,7 +20,7 @@ from .scan import baseline_option, build_settings, scan_options, with_baseline
               help="Fail (exit 1) when met: an effort class, a rule id/prefix/category, or 'any'. Default: fail-on from the configuration, else any.")
 @baseline_option
 @scan_options
-@click.option("--color/--no-color", default=None, help="Colour the output (default: when writing to a terminal).")
+@color_option
 @click.pass_context
 def hook_cmd(ctx, files, fail_on, baseline_path, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
     """Scan the FILES pre-commit passes; with no files, do nothing and pass.
@@ -37,5 +37,6 @@ def hook_cmd(ctx, files, fail_on, baseline_path, target, select, ignore, exclude
     report = with_baseline(outcome.report, baseline_path)
     reasons = fail_reasons(report, settings.fail_on)
     if report.findings or report.diagnostics or reasons:
-        click.echo(render(report, "text", color=bool(color)), nl=False)
+        colour = use_color(color, None)
+        write_output(render(report, "text", color=colour), None, color=colour)
     exit_on_fail(ctx, reasons)

@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from ..catalog import Catalog, Rule, load_catalog
+from ..catalog import Catalog, Rule, load_catalog, not_a_selector, selector_problem, valid_selector
 from ..model import CATEGORIES, TARGETS
 from ..render.rulepage import rule_markdown
 from .base import UserError, write_output
@@ -87,19 +87,26 @@ def rules_markdown(catalog: Catalog) -> str:
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of standard output.")
 @click.option("--catalog", "extra", multiple=True, type=click.Path(exists=True, dir_okay=False), help="An extra catalog file to include.")
 def rules_cmd(rule_id, category, target, fmt, output, extra):
-    """List the rule catalog, or explain one rule (like `neuron-ready rules NR1001`)."""
+    """List the rule catalog, or explain one rule (like `neuron-ready rules NR1001`); a prefix
+    (NR17) or a category lists the rules it selects."""
     catalog = load_catalog(extra)
+    selectors = [category] if category else []
+    if rule_id and catalog.get(rule_id) is None:
+        problem = selector_problem(catalog, rule_id) if valid_selector(rule_id) else not_a_selector(rule_id)
+        if problem:
+            raise UserError(f"no rule {rule_id!r}: {problem}")
+        selectors, rule_id = selectors + [rule_id], None  # a prefix or category: the rules it selects
     if rule_id:
         rule = catalog.get(rule_id)
-        if rule is None:
-            raise UserError(f"no rule {rule_id!r}; `neuron-ready rules` lists them")
         if fmt == "markdown":
             text = rule_markdown(rule)
         else:
             text = json.dumps(rule_dict(rule), indent=2) + "\n" if fmt == "json" else rule_page(rule)
         write_output(text, output)
         return
-    sel = catalog.select(target=target, select=[category] if category else [])
+    sel = catalog.select(target=target)
+    for s in selectors:  # every selector must hold: --category device NR10 is the device rules in NR10
+        sel = sel.select(select=[s])
     if fmt == "json":
         text = json.dumps([rule_dict(r) for r in sel], indent=2) + "\n"
     elif fmt == "markdown":

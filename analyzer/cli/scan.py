@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import click
 
 from ..baseline import apply_baseline, baseline_text, load_baseline
-from ..config import check_fail_on, load_settings, parse_size
+from ..config import check_fail_on, glob_problem, load_settings, parse_size
 from ..engine import run_scan
 from ..gate import fail_reasons
-from ..model import TARGETS
+from ..model import CONFIDENCES, TARGETS
+from ..numbers import plural
 from ..progress import for_terminal
 from ..render import FORMATS, render
-from .base import UserError, exit_on_fail, split_list, write_output
+from .base import UserError, exit_on_fail, split_list, use_color, write_output
 
 
 def resolve_paths(paths: tuple[Path, ...]) -> tuple[Path, list[Path] | None]:
@@ -57,22 +57,28 @@ def report_options(f):
     """--format, -o and --fail-on: the options of every command that writes a scan report."""
     options = [
         click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format."),
-        click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output."),
-        click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus), a rule id/prefix/category, or 'any'."),
+        click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output (missing folders are created)."),
+        click.option("--fail-on", multiple=True, metavar="THRESHOLD", help="Exit 1 when met: an effort class (days, weeks, month-plus: any port work at or above it), a rule id/prefix/category, or 'any'. Exit 2 when nothing was analysed."),
+        click.option("--statistics", is_flag=True, help="Text: per-rule finding counts instead of the listing."),
+        click.option("--min-confidence", type=click.Choice(CONFIDENCES), help="Text: hide findings below this confidence (the estimate still counts them)."),
     ]
     for option in reversed(options):
         f = option(f)
     return f
 
 
-color_option = click.option("--color/--no-color", default=None, help="Colour text output (default: when writing to a terminal).")
+color_option = click.option("--color/--no-color", default=None,
+                            help="Colour text output, even into a pipe (default: on a terminal, unless $NO_COLOR; $FORCE_COLOR forces it).")
 
 
-def emit_report(ctx: click.Context, report, settings, fmt: str, output: str | None, color: bool | None, catalog=None) -> None:
-    """Write the report (colour only for text on a terminal, unless told), then apply --fail-on."""
-    use_color = color if color is not None else (output in (None, "-") and sys.stdout.isatty())
-    write_output(render(report, fmt, color=bool(use_color) and fmt == "text", catalog=catalog), output)
-    exit_on_fail(ctx, fail_reasons(report, settings.fail_on))
+def emit_report(ctx: click.Context, report, settings, fmt: str, output: str | None, color: bool | None, catalog=None,
+                min_confidence: str | None = None, statistics: bool = False) -> None:
+    """Write the report (colour only for text on a terminal, unless told), then apply --fail-on:
+    a report that analysed nothing cannot pass a gate, so it is a usage error (exit 2)."""
+    colour = use_color(color, output) and fmt == "text"
+    text = render(report, fmt, color=colour, catalog=catalog, min_confidence=min_confidence, statistics=statistics)
+    write_output(text, output, color=colour)
+    exit_on_fail(ctx, fail_reasons(report, settings.fail_on), settings.fail_on, report.analysed)
 
 
 def run_options(f):
@@ -126,6 +132,9 @@ def build_settings(paths, target, select, ignore, exclude, config_path, isolated
         settings.select = split_list(select)
     if ignore:
         settings.ignore = split_list(ignore)
+    problem = glob_problem(list(exclude))
+    if problem:
+        raise click.BadParameter(problem, param_hint="--exclude")
     settings.exclude = settings.exclude + list(exclude)
     if max_file_size:
         try:
@@ -139,11 +148,11 @@ def build_settings(paths, target, select, ignore, exclude, config_path, isolated
             settings.fail_on = check_fail_on(split_list(fail_on))
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--fail-on") from None
-    from ..catalog import valid_selector
+    from ..catalog import not_a_selector, valid_selector
 
     for s in settings.select + settings.ignore:
         if not valid_selector(s):
-            raise UserError(f"{s!r} is not a rule id, id prefix (e.g. NR10) or category")
+            raise UserError(not_a_selector(s))
     return settings
 
 
@@ -162,7 +171,7 @@ def with_baseline(report, baseline_path: Path | None, write_baseline: Path | Non
         raise UserError(f"baseline file not found: {baseline_path} (create it with --write-baseline)")
     report = apply_baseline(report, load_baseline(baseline_path))
     note = report.extra["baseline"]
-    click.echo(f"neuron-ready: baseline {baseline_path}: {note['new']} new finding(s), {note['known']} known", err=True)
+    click.echo(f"neuron-ready: baseline {baseline_path}: {plural(note['new'], 'new finding')}, {note['known']} known", err=True)
     return report
 
 
@@ -179,7 +188,7 @@ def with_baseline(report, baseline_path: Path | None, write_baseline: Path | Non
 @run_options
 @color_option
 @click.pass_context
-def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entries, include_opt_in, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
+def scan(ctx, paths, fmt, output, fail_on, statistics, min_confidence, baseline_path, write_baseline, entries, include_opt_in, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
          jobs, no_cache, cache_dir, quiet, color):
     """Scan PATHS (default: the current directory) for what a Trainium port must change.
 
@@ -200,4 +209,5 @@ def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entrie
                    f"(this scan's features: {known})", err=True)
     report = with_baseline(outcome.report, baseline_path, write_baseline)
     # only SARIF describes rules: a report read from the cache does not load the catalog otherwise
-    emit_report(ctx, report, settings, fmt, output, color, outcome.catalog if fmt == "sarif" else None)
+    emit_report(ctx, report, settings, fmt, output, color, outcome.catalog if fmt == "sarif" else None,
+                min_confidence, statistics)

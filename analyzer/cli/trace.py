@@ -38,7 +38,7 @@ from .scan import build_settings, color_option, emit_report, report_options, sca
 @scan_options
 @color_option
 @click.pass_context
-def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt, output, fail_on,
+def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt, output, fail_on, statistics, min_confidence,
               target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, color):
     """Trace a model's real aten graph, forward and backward, on fake tensors (no GPU, no weights).
 
@@ -57,6 +57,11 @@ def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt
         result = run_trace(request)
     except TraceSetupError as e:
         raise UserError(str(e)) from None
+    if result.user_error and result.stopped is not None:  # no report: it would count ops of a run that failed
+        site = result.stopped.site
+        where = f" at {site.path}:{site.line}" + (f" in {site.function}" if site.function else "") if site else ""
+        phase = "backward" if result.forward_done else "forward"
+        raise UserError(f"the model's {phase} raised {result.stopped.message}{where}; fix the factory or --inputs and trace again")
     catalog = active_catalog(settings)
     judge = OpJudge(catalog)
     traced, suppressed = trace_findings(result, judge, settings.target, str(settings.root), settings.per_path_ignores)
@@ -74,4 +79,4 @@ def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt
     summary = trace_summary(result, judge)
     summary["findings"] = status_counts(report.findings)
     report.extra["trace"] = summary
-    emit_report(ctx, report, settings, fmt, output, color)
+    emit_report(ctx, report, settings, fmt, output, color, None, min_confidence, statistics)

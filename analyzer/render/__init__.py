@@ -10,10 +10,12 @@ from ..model import Report
 FORMATS = {"text": "text", "json": "json", "sarif": "sarif", "markdown": "markdown", "html": "html"}
 
 
-def render(report: Report, fmt: str, color: bool = False, catalog=None) -> str:
+def render(report: Report, fmt: str, color: bool = False, catalog=None, min_confidence: str | None = None,
+           statistics: bool = False) -> str:
+    """`min_confidence` and `statistics` shape the text report only; the estimate never changes."""
     module = importlib.import_module(f".{FORMATS[fmt]}", __package__)
     if fmt == "text":
-        return module.render(report, color=color)
+        return module.render(report, color=color, min_confidence=min_confidence, statistics=statistics)
     if fmt == "sarif":  # rule descriptions come from the catalog the scan used (extra catalogs too)
         return module.render(report, catalog)
     return module.render(report)

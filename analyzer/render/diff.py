@@ -6,7 +6,8 @@ import json
 
 from ..baseline import ReportDiff
 from ..model import Finding
-from . import markdown
+from ..numbers import pd, plural
+from . import common, markdown
 
 DIFF_FORMATS = ("text", "json", "markdown")
 
@@ -16,18 +17,30 @@ def _line(f: Finding) -> str:
     return f"  {where}  {f.rule}  {f.message}{' (fallback)' if f.fallback else ''}"
 
 
+def _score(score: int | None) -> str:
+    return "n/a" if score is None else str(score)
+
+
+def _score_delta(delta: int | None) -> str:
+    return "" if delta is None else f" ({delta:+d})"
+
+
 def text(diff: ReportDiff) -> str:
     b, h = diff.base.estimate, diff.head.estimate
     change = diff.class_change
-    moved = "unchanged" if change == 0 else f"{'up' if change > 0 else 'down'} {abs(change)} class{'es' if abs(change) > 1 else ''}"
+    moved = "unchanged" if change == 0 else f"{'up' if change > 0 else 'down'} {plural(abs(change), 'class', 'classes')}"
     out = [
-        f"Readiness {b.score} -> {h.score} ({diff.score_delta:+d}) · effort {b.effort_class} -> {h.effort_class} ({moved})",
-        f"P50 {b.p50:.1f} -> {h.p50:.1f} / P80 {b.p80:.1f} -> {h.p80:.1f} person-days",
+        f"Readiness {_score(b.score)} -> {_score(h.score)}{_score_delta(diff.score_delta)} · effort {b.effort_class} -> {h.effort_class} ({moved})",
+        f"P50 {pd(b.p50)} -> {pd(h.p50)} / P80 {pd(b.p80)} -> {pd(h.p80)} person-days",
         f"Findings {len(diff.base.findings)} -> {len(diff.head.findings)}: {len(diff.new)} new, {len(diff.fixed)} fixed, {diff.unchanged} unchanged",
     ]
     bb, hb = markdown.breakeven_line(diff.base), markdown.breakeven_line(diff.head)
     if bb or hb:
         out.append(f"Break-even: {bb or '-'} -> {hb or '-'}")
+    for report in (diff.base, diff.head):
+        nothing = common.no_analysis(report)
+        if nothing:
+            out.append(f"{'Base' if report is diff.base else 'Head'}: {nothing}")
     for title, items in (("New", diff.new), ("Fixed", diff.fixed)):
         if items:
             out += ["", f"{title} ({len(items)})"] + [_line(f) for f in items]

@@ -9,7 +9,8 @@ from html import escape
 
 from .. import breakeven
 from ..model import Finding, Report
-from . import chart
+from ..numbers import money as _money, pd as _pd, plural
+from . import chart, common, trace_text
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2733;margin:0;background:#f5f7fa}
@@ -22,7 +23,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px}
 .card .v{font-size:26px;font-weight:650}
 .days{color:#1e8449}.weeks{color:#b9770e}.month-plus{color:#c0392b}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde3ea;font-size:13px}
-th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e8edf2;vertical-align:top}
+th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e8edf2;vertical-align:top;overflow-wrap:anywhere}
+p,li,.note{overflow-wrap:anywhere}a{color:#1f5fa8}
 th{background:#eef2f6;font-weight:600}td.n{text-align:right;white-space:nowrap}
 table.compact{width:auto;min-width:480px}table.compact th:not(:first-child){text-align:right}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#eef2f6;padding:1px 4px;border-radius:3px;word-break:break-all}
@@ -30,6 +32,7 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#
 img.chart{max-width:100%;background:#fff;border:1px solid #dde3ea;border-radius:8px}
 .tag{font-size:11px;background:#e3f1e6;color:#1e6b34;border-radius:3px;padding:0 4px}
 footer{color:#5b6775;font-size:12px;margin-top:32px}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#fff;border:1px solid #dde3ea;border-radius:8px;padding:10px 12px;font-size:12px}
 """
 
 
@@ -43,14 +46,6 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 def _rich(text) -> str:
     """Escaped text whose Markdown code spans (messages and remedies use them) become <code>."""
     return _CODE_SPAN.sub(lambda m: f"<code>{m.group(2).strip()}</code>", _e(text))
-
-
-def _pd(x: float) -> str:
-    return f"{x:.1f}"
-
-
-def _money(x: float) -> str:
-    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
 
 
 def _loc(f: Finding) -> str:
@@ -77,11 +72,11 @@ def _summary(report: Report) -> list[str]:
     files = len({f.path for f in report.findings})
     return [
         '<div class="cards">',
-        _card("Readiness", f"{est.score}/100"),
+        _card("Readiness", common.score_text(report)),
         _card("Effort class", _e(est.effort_class), _e(est.effort_class)),
         _card("P50 / P80", f"{_pd(est.p50)} / {_pd(est.p80)} <small>person-days</small>"),
         _card("Range", f"{_pd(est.person_days.low)}–{_pd(est.person_days.high)}"),
-        _card("Findings", f"{len(report.findings)} <small>in {files} files</small>"),
+        _card("Findings", f"{len(report.findings)} <small>in {plural(files, 'file')}</small>"),
         "</div>",
     ]
 
@@ -129,15 +124,35 @@ def _breakeven(report: Report) -> list[str]:
         ["Port cost", _e(_money(be["port_cost"])), _e(_money(p80.get("port_cost", 0.0)))],
         ["Break-even runs", runs(be["breakeven_runs"]), runs(p80.get("breakeven_runs"))],
         ["Break-even months", months(be["breakeven_months"]), months(p80.get("breakeven_months"))],
-        ["Verdict", _e(be["verdict"]), _e(p80.get("verdict", ""))],
+        ["Verdict", _e(be.get("verdict_text") or be["verdict"]), _e(p80.get("verdict_text") or p80.get("verdict", ""))],
     ]
     out.append(_table(["", "P50", "P80"], rows, numeric=(1, 2), cls="compact"))
+    out.extend(_sensitivity(be.get("sensitivity")))
     if w:
         out.append(f'<p class="sub">Inputs: {_e(gpu_label)} ×{_e(w.get("gpu_instances"))} vs {_e(trn_label)} '
                    f'×{_e(w.get("trainium_instances"))} ({_e(w.get("pricing"))}), {_e(w.get("gpu_hours_per_run"))} GPU hours '
                    f'per run, relative throughput {_e(w.get("relative_throughput"))}, day rate {_e(_money(w.get("day_rate", 0.0)))}. '
                    f'Prices: {_e(w.get("gpu_price_source", ""))}; {_e(w.get("trainium_price_source", ""))}.</p>')
     return out
+
+
+def _trace(report: Report) -> list[str]:
+    """`trace` mode: op counts, the support percentage, graph breaks, as the text report says them."""
+    lines = trace_text.summary_lines(report.extra.get("trace"))
+    if not lines:
+        return []
+    return ["<h2>Trace</h2>", f"<pre>{_e(chr(10).join(line for line in lines if line))}</pre>"]
+
+
+def _sensitivity(sens) -> list[str]:
+    """Break-even months at P50 over relative throughput (rows) and runs per month (columns)."""
+    if not isinstance(sens, dict) or not sens.get("rows"):
+        return []
+    head = ["Relative throughput \\ runs per month"] + [f"{k:g}" for k in sens["runs_per_month"]]
+    rows = [[f"{row['relative_throughput']:g}"] + ["never" if m is None else f"{m:,.1f}" for m in row["breakeven_months"]]
+            for row in sens["rows"]]
+    return [f"<h3>Sensitivity: break-even months at P50 ({_pd(sens['person_days'])} person-days)</h3>",
+            _table(head, rows, numeric=tuple(range(1, len(head))), cls="compact")]
 
 
 def _tasks(report: Report) -> list[str]:
@@ -159,11 +174,11 @@ def _findings(title: str, findings: list[Finding], reason: bool = False) -> list
     rows = []
     for f in findings:
         msg = _rich(f.message) + (' <span class="tag">fallback</span>' if f.fallback else "")
-        row = [_loc(f), _e(f.rule), _e(f.category), msg]
+        row = [_loc(f), f'<a href="{_e(common.rule_url(f.rule))}">{_e(f.rule)}</a>', _e(f.category), msg, _e(f.confidence)]
         if reason:
             row.append(_e(f.details.get("off_path_reason", "")))
         rows.append(row)
-    head = ["Location", "Rule", "Category", "Finding"] + (["Why it is not in the estimate"] if reason else [])
+    head = ["Location", "Rule", "Category", "Finding", "Confidence"] + (["Why it is not in the estimate"] if reason else [])
     return [f"<h2>{_e(title)}</h2>", _table(head, rows)]
 
 
@@ -201,11 +216,13 @@ def render(report: Report) -> str:
         f"<title>neuron-ready: {_e(root)}</title>",
         f"<style>{CSS}</style></head><body><main>",
         f"<h1>Trainium port readiness: <code>{_e(root)}</code></h1>",
-        f'<p class="sub">{report.files_scanned} files scanned · target {_e(report.target)} · '
-        f"{len(report.off_path)} findings outside the must-port estimate (opt-in, evaluation, host-side, "
+        f'<p class="sub">{plural(report.files_scanned, "file")} scanned · target {_e(report.target)} · '
+        f"{plural(len(report.off_path), 'finding')} outside the must-port estimate (opt-in, evaluation, host-side, "
         "already Neuron, off the path)</p>",
+        *([f'<p class="note">{_e(common.no_analysis(report))}</p>'] if common.no_analysis(report) else []),
         *_summary(report),
         *_drivers(report),
+        *_trace(report),
         *_breakeven(report),
         *_tasks(report),
         *_findings(f"Must-port findings: the training step in the default configuration ({len(report.findings)})",
@@ -218,8 +235,9 @@ def render(report: Report) -> str:
                 for d in report.diagnostics]
         parts += [f"<h2>Not analysed ({len(report.diagnostics)})</h2>", _table(["File", "Kind", "Why"], rows)]
     parts += [
-        f"<footer>neuron-ready {_e(report.tool_version)} · effort is an estimate with documented assumptions "
-        "(docs/effort-model.md), not a quote · <code>neuron-ready rules NR1001</code> explains a rule</footer>",
+        f"<footer>neuron-ready {_e(report.tool_version)} · {_e(common.MEANING)}. Effort is an "
+        f'estimate with <a href="{_e(common.EFFORT_DOCS)}">documented assumptions</a>, not a quote · '
+        "<code>neuron-ready rules NR1001</code> explains a rule</footer>",
         "</main></body></html>",
     ]
     return "\n".join(parts) + "\n"

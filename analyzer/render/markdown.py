@@ -13,6 +13,9 @@ from typing import Union
 
 from ..baseline import ReportDiff
 from ..model import Finding, Report
+from ..numbers import pd as _pd, pd_delta, plural as _plural
+from . import trace_text
+from .common import EFFORT_DOCS, MEANING, no_analysis, rule_url, score_text
 
 LIMIT = 65_000
 TITLE = "### neuron-ready · Trainium port readiness"
@@ -45,14 +48,6 @@ def _plain(text: str) -> str:
     return _MENTION.sub("@\u200b", text)
 
 
-def _pd(x: float) -> str:
-    return f"{x:.1f}"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _loc(f: Finding) -> str:
     where = f"{f.path}:cell {f.cell}:{f.line}" if f.cell is not None else f"{f.path}:{f.line}"
     return code(where).replace("|", "\\|")  # a table cell: GitHub reads \| as a pipe inside code too
@@ -80,7 +75,7 @@ def headline(report: Report) -> str:
     est = report.estimate
     files = len({f.path for f in report.findings})
     return (
-        f"**Readiness {est.score}/100** · effort **{est.effort_class}** · "
+        f"**Readiness {score_text(report)}** · effort **{est.effort_class}** · "
         f"P50 **{_pd(est.p50)}** / P80 **{_pd(est.p80)}** person-days · "
         f"{_plural(len(report.findings), 'finding')} in {_plural(files, 'file')} · target `{report.target}`"
     )
@@ -130,7 +125,7 @@ class Table:
     summary: str  # the <details> summary; a count of rows is appended
     rows: list[str]
     open: bool = False
-    header: tuple[str, str] = ("| Location | Rule | Finding |", "|---|---|---|")
+    header: tuple[str, str] = ("| Location | Rule | Finding | Fix |", "|---|---|---|---|")
     shown: int = field(default=-1)
 
     def render(self) -> str:
@@ -147,10 +142,15 @@ Block = Union[str, Table]
 
 
 def finding_rows(findings: list[Finding]) -> list[str]:
-    return [
-        f"| {_loc(f)} | {f.rule} | {inline(f.message)}{' _(fallback)_' if f.fallback else ''} |"
-        for f in findings
-    ]
+    """One row per finding, the rule linked to its docs; a rule's remedy at its first row only."""
+    rows, explained = [], set()
+    for f in findings:
+        fix = "" if f.rule in explained else inline(f.remedy)
+        explained.add(f.rule)
+        conf = "" if f.confidence == "high" else f" _({f.confidence} confidence)_"
+        rows.append(f"| {_loc(f)} | [{f.rule}]({rule_url(f.rule)}) | {inline(f.message)}"
+                    f"{' _(fallback)_' if f.fallback else ''}{conf} | {fix} |")
+    return rows
 
 
 def assemble(blocks: list[Block], limit: int = LIMIT) -> str:
@@ -183,18 +183,24 @@ def assemble(blocks: list[Block], limit: int = LIMIT) -> str:
 
 
 def _footer(report: Report) -> str:
-    return (f"<sub>neuron-ready {report.tool_version} · `neuron-ready rules NR1001` explains a rule · "
-            "effort is an estimate with documented assumptions, not a quote</sub>")
+    return (f"<sub>neuron-ready {report.tool_version} · {MEANING} · effort is an estimate with "
+            f"[documented assumptions]({EFFORT_DOCS}), not a quote · `neuron-ready rules NR1001` explains a rule</sub>")
 
 
 def render(report: Report) -> str:
     blocks: list[Block] = [TITLE, headline(report)]
+    nothing = no_analysis(report)
+    if nothing:
+        blocks.append(f"**{nothing}**")
     be = breakeven_line(report)
     if be:
         blocks.append(be)
     d = drivers(report)
     if d:
         blocks.append("\n".join(d))
+    t = trace_text.summary_lines(report.extra.get("trace"))
+    if t:
+        blocks.append("**Trace**\n\n" + "\n".join(f"- {inline(line.strip())}" for line in t if line.strip()))
     blocks.extend(not_in_estimate(report))
     note = report.extra.get("baseline")
     if isinstance(note, dict) and "known" in note:
@@ -202,7 +208,7 @@ def render(report: Report) -> str:
     if report.findings:
         files = len({f.path for f in report.findings})
         blocks.append(Table(f"{_plural(len(report.findings), 'finding')} in {_plural(files, 'file')}", finding_rows(report.findings)))
-    else:
+    elif not nothing:
         blocks.append("No findings: nothing here stands in the way of a Trainium port.")
     blocks.append(_footer(report))
     return assemble(blocks)
@@ -215,19 +221,20 @@ def _delta(x: float, fmt: str = "{:+.1f}") -> str:
 def _class_arrow(change: int) -> str:
     if change == 0:
         return "unchanged"
-    classes = f"{abs(change)} class{'es' if abs(change) > 1 else ''}"
+    classes = _plural(abs(change), "class", "classes")
     return f"▲ {classes} more work" if change > 0 else f"▼ {classes} less work"
 
 
 def comparison_table(diff: ReportDiff) -> str:
-    b, h = diff.base.estimate, diff.head.estimate
+    b, h, head = diff.base.estimate, diff.head.estimate, diff.head
     rows = [
         "| | Base | This change | Change |",
         "|---|---:|---:|---:|",
-        f"| Readiness | {b.score}/100 | **{h.score}/100** | {_delta(diff.score_delta, '{:+d}')} |",
+        f"| Readiness | {score_text(diff.base)} | **{score_text(head)}** | "
+        f"{'—' if diff.score_delta is None else _delta(diff.score_delta, '{:+d}')} |",
         f"| Effort class | {b.effort_class} | **{h.effort_class}** | {_class_arrow(diff.class_change)} |",
-        f"| P50 person-days | {_pd(b.p50)} | {_pd(h.p50)} | {_delta(h.p50 - b.p50)} |",
-        f"| P80 person-days | {_pd(b.p80)} | {_pd(h.p80)} | {_delta(h.p80 - b.p80)} |",
+        f"| P50 person-days | {_pd(b.p50)} | {_pd(h.p50)} | {pd_delta(h.p50 - b.p50)} |",
+        f"| P80 person-days | {_pd(b.p80)} | {_pd(h.p80)} | {pd_delta(h.p80 - b.p80)} |",
         f"| Findings | {len(diff.base.findings)} | {len(diff.head.findings)} | +{len(diff.new)} / −{len(diff.fixed)} |",
     ]
     bb, hb = breakeven_line(diff.base), breakeven_line(diff.head)
@@ -239,6 +246,9 @@ def comparison_table(diff: ReportDiff) -> str:
 def render_diff(diff: ReportDiff) -> str:
     head = diff.head
     blocks: list[Block] = [TITLE, comparison_table(diff)]
+    nothing = no_analysis(head)
+    if nothing:
+        blocks.append(f"**{nothing}**")
     if diff.new or diff.fixed:
         blocks.append(f"**This change adds {_plural(len(diff.new), 'finding')} and removes {len(diff.fixed)}.**")
     else:

@@ -9,7 +9,8 @@ from itertools import groupby
 import click
 
 from ..model import Finding, Report
-from . import trace_text
+from ..numbers import pd as _pd, plural
+from . import common, trace_text
 
 _CLASS_COLOR = {"days": "green", "weeks": "yellow", "month-plus": "red"}
 
@@ -18,8 +19,9 @@ def _loc(f: Finding) -> str:
     return f"cell {f.cell}:{f.line}:{f.column}" if f.cell is not None else f"{f.line}:{f.column}"
 
 
-def _pd(x: float) -> str:
-    return f"{x:.1f}"
+def _link(text: str, url: str) -> str:
+    """An OSC 8 terminal hyperlink (terminals without support show the text alone)."""
+    return f"\033]8;;{url}\033\\{text}\033]8;;\033\\"
 
 
 _LIST = 20  # findings listed per section; the JSON has them all
@@ -49,7 +51,7 @@ def _other_contexts(report: Report, s) -> list[str]:
         out.append(s(f"Opt-in features ({len(report.opt_in)}, not in the estimate; add with --include-opt-in NAME)", bold=True))
         for p in report.opt_in:
             n = len(p.findings)
-            out.append(f"  {s(p.name, fg='cyan')}  {p.gate} · {n} finding{'s' if n != 1 else ''} · "
+            out.append(f"  {s(p.name, fg='cyan')}  {p.gate} · {plural(n, 'finding')} · "
                        f"P50 {_pd(p.estimate.p50)} / P80 {_pd(p.estimate.p80)} person-days")
             out.extend("  " + line for line in _listing([report.off_path[i] for i in p.findings], s, lambda f: None))
         out.append("")
@@ -57,7 +59,7 @@ def _other_contexts(report: Report, s) -> list[str]:
         fs = [f for f in report.off_path if (f.context or "off-path") == context]
         if not fs:
             continue
-        head = f"{title} · {len(fs)} finding{'s' if len(fs) != 1 else ''}"
+        head = f"{title} · {plural(len(fs), 'finding')}"
         if context == "evaluation" and report.evaluation is not None:
             e = report.evaluation.estimate
             head += f" · P50 {_pd(e.p50)} / P80 {_pd(e.p80)} person-days"
@@ -79,7 +81,7 @@ def _not_costed(report: Report) -> str:
     parts = []
     if report.opt_in:
         p50 = sum(p.estimate.p50 for p in report.opt_in)
-        parts.append(f"{len(report.opt_in)} opt-in feature{'s' if len(report.opt_in) != 1 else ''} (P50 {_pd(p50)})")
+        parts.append(f"{plural(len(report.opt_in), 'opt-in feature')} (P50 {_pd(p50)})")
     if report.evaluation is not None:
         parts.append(f"evaluation path (P50 {_pd(report.evaluation.estimate.p50)})")
     counts = report.context_counts()
@@ -89,25 +91,37 @@ def _not_costed(report: Report) -> str:
     return " · ".join(parts)
 
 
-def render(report: Report, color: bool = False, width: int | None = None) -> str:
+def render(report: Report, color: bool = False, width: int | None = None, min_confidence: str | None = None,
+           statistics: bool = False) -> str:
+    """`color` also turns rule ids into terminal hyperlinks to their docs: both mean "a terminal"."""
     def s(text: str, **kw) -> str:
         return click.style(text, **kw) if color else text
+
+    def rule(rule_id: str) -> str:
+        return _link(s(rule_id, fg="cyan"), common.rule_url(rule_id)) if color else rule_id
 
     width = width or max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     indent = " " * 14
     out: list[str] = []
+    shown = common.visible(report.findings, min_confidence)
+    if statistics:
+        out.extend(_statistics(shown, rule))
     explained: set[str] = set()  # a rule's remedy is shown once, at its first finding
-    for path, group in groupby(report.findings, key=lambda f: f.path):
+    for path, group in groupby([] if statistics else shown, key=lambda f: f.path):
         out.append(s(path, bold=True))
         for f in group:
             tag = (" (fallback)" if f.fallback else "") + trace_text.finding_tag(f)
-            out.append(f"  {_loc(f):>10}  {s(f.rule, fg='cyan')}  {f.message}{s(tag, fg='green')}")
+            conf = "" if f.confidence == "high" else s(f" ({f.confidence} confidence)", dim=True)
+            out.append(f"  {_loc(f):>10}  {rule(f.rule)}  {f.message}{s(tag, fg='green')}{conf}")
             if f.rule not in explained:
                 explained.add(f.rule)
                 fix = textwrap.wrap(f.remedy, width - len(indent) - 5) or [""]
                 out.append(f"{indent}{s('fix:', dim=True)} {fix[0]}")
                 out.extend(f"{indent}     {line}" for line in fix[1:])
         out.append("")
+    hidden = len(report.findings) - len(shown)
+    if hidden:
+        out += [f"{plural(hidden, 'finding')} below {min_confidence} confidence not shown (still in the estimate)", ""]
     out.extend(_other_contexts(report, s))
     if report.diagnostics:
         out.append(s(f"Not analysed ({len(report.diagnostics)})", bold=True))
@@ -116,28 +130,30 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
             out.append(f"  {where}  [{d.kind}] {d.message}")
         out.append("")
     out.extend(trace_text.summary_lines(report.extra.get("trace")))
+    out.extend(_tasks(report, s))
     est = report.estimate
     n = len(report.findings)
     files = len({f.path for f in report.findings})
     fb = sum(1 for f in report.findings if f.fallback)
     out.append(
-        f"{n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''} "
-        f"({fb} with a fallback, {report.suppressed} suppressed) · {report.files_scanned} files scanned · target {report.target}"
+        f"{plural(n, 'finding')} in {plural(files, 'file')} "
+        f"({fb} with a fallback, {report.suppressed} suppressed) · {plural(report.files_scanned, 'file')} scanned · target {report.target}"
     )
+    nothing = common.no_analysis(report)
+    if nothing:
+        out.append(s(nothing, fg="yellow", bold=True))
+        return "\n".join(out) + "\n"
     cls = s(est.effort_class, fg=_CLASS_COLOR.get(est.effort_class, "white"), bold=True)
     out.append(
-        f"Readiness {est.score}/100 · effort: {cls} · P50 {_pd(est.p50)} / P80 {_pd(est.p80)} person-days "
+        f"Readiness {common.score_text(report)} · effort: {cls} · P50 {_pd(est.p50)} / P80 {_pd(est.p80)} person-days "
         f"(range {_pd(est.person_days.low)}–{_pd(est.person_days.high)})"
     )
     rest = _not_costed(report)
     if rest:
         out.append("Not in the estimate: " + rest)
-    if est.drivers:
-        by_id = {t.id: t for t in report.tasks}
-        names = [f"{by_id[d].title} ({_pd(by_id[d].person_days.likely)} d)" for d in est.drivers if d in by_id]
-        out.append("Top drivers: " + "; ".join(names))
     reach = report.extra.get("reach")
-    if isinstance(reach, dict) and reach.get("mode"):
+    traced_only = "trace" in report.extra and reach.get("mode") == "library" if isinstance(reach, dict) else False
+    if isinstance(reach, dict) and reach.get("mode") and not traced_only:  # `trace` has no --entry
         entries = reach.get("entries") or []
         reasons = reach.get("entry_reasons") or {}
         shown = [f"{e} ({reasons[e]})" if reach.get("detected") and e in reasons else e for e in entries[:3]]
@@ -149,4 +165,25 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     be = report.extra.get("breakeven")
     if isinstance(be, dict) and be.get("summary"):
         out.append(be["summary"])
+    out.append(s(common.explanation(), dim=True))
     return "\n".join(out) + "\n"
+
+
+def _tasks(report: Report, s) -> list[str]:
+    """Every task of the estimate with its person-days, the most expensive first."""
+    if not report.tasks:
+        return []
+    rows = sorted(report.tasks, key=lambda t: (-t.person_days.likely, t.id))
+    out = [s(f"Tasks ({len(rows)}; likely person-days, low–high)", bold=True)]
+    for t in rows:
+        pd = t.person_days
+        out.append(f"  {_pd(pd.likely):>6}  {_pd(pd.low) + '–' + _pd(pd.high):>11}  {t.title}"
+                   + (" (fallback)" if t.fallback else ""))
+    return out + [""]
+
+
+def _statistics(findings: list[Finding], rule) -> list[str]:
+    """Per-rule counts in place of the listing, as `ruff --statistics` prints them."""
+    rows = common.statistics(findings)
+    out = [f"  {count:>5}  {rule(rule_id)}  {category:<14}  {confidence}" for rule_id, category, count, confidence in rows]
+    return out + [""] if out else []

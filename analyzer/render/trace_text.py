@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import Finding
+from ..numbers import plural
 
 STATUS_TAGS = {"confirmed": "confirmed by trace", "not-traced": "not traced"}
 MAX_LISTED = 8
@@ -41,7 +42,8 @@ def summary_lines(trace: dict | None) -> list[str]:
     out = [
         f"Trace of {trace['target']}: {trace['model']}{params}, {mode}{', dynamic batch/sequence' if trace.get('dynamic') else ''}, inputs {inputs}",
         f"  {_n(ops['calls'])} aten calls ({_n(ops['forward_calls'])} forward, {_n(ops['backward_calls'])} backward), "
-        f"{ops['distinct']} distinct ops · {ops['support_percentage']:g}% supported",
+        f"{ops['distinct']} distinct ops · "
+        + (f"{ops['support_percentage']:g}% supported" if ops["calls"] else "nothing traced, nothing judged"),
     ]
     if ops["unsupported_operators"]:
         out.append("  Unsupported:")
@@ -54,7 +56,7 @@ def summary_lines(trace: dict | None) -> list[str]:
     gb = trace["graph_breaks"]
     parts = []
     if gb["status"] == "ran":
-        parts.append(f"graph breaks: {gb['breaks']} ({gb['graphs']} graph{'s' if gb['graphs'] != 1 else ''})")
+        parts.append(f"graph breaks: {gb['breaks']} ({plural(gb['graphs'], 'graph')})")
     else:
         parts.append(f"graph breaks: {gb['status']}")
     branches = sum(e["count"] for e in trace["events"] if e["kind"] == "data-dependent-branch")

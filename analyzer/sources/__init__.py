@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog import Catalog, Rule, selector_matches
 from ..model import Diagnostic, Finding
+from ..numbers import size as byte_size
 from ..suppress import Suppressions
 from . import deps as deps_mod
 from . import native as native_mod
@@ -139,7 +140,7 @@ def read_text(job: FileJob, max_size: int, data: bytes | None = None) -> str:
         except OSError as e:
             raise _Skip("unreadable", f"cannot read: {e.strerror or e}") from None
     if len(data) > max_size:
-        raise _Skip("too-large", f"larger than the {_mib(max_size)} limit (raise max-file-size to scan it)")
+        raise _Skip("too-large", f"larger than the {byte_size(max_size)} limit (raise max-file-size to scan it)")
     if b"\0" in data:
         raise _Skip("binary", "contains NUL bytes (binary or corrupt); skipped")
     encoding = "utf-8-sig"
@@ -161,10 +162,6 @@ def read_text(job: FileJob, max_size: int, data: bytes | None = None) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
-
-
-def _mib(n: int) -> str:
-    return f"{n / 1024 / 1024:g} MiB"
 
 
 # ------------------------------------------------------------------------------------------ findings
@@ -208,6 +205,9 @@ class _Collector:
         self.result = result
         self.ctx = ctx
         self.suppressions = suppressions
+        named = sorted({(line, s) for line, sel in suppressions.lines.items() if sel for s in sel})
+        if named:  # the engine warns about ids that match no rule (a typo suppresses nothing)
+            result.facts["suppression_selectors"] = [[line, s] for line, s in named]
         import pathspec
 
         self.ignored_selectors = tuple(

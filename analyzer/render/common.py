@@ -1,0 +1,54 @@
+"""Wording every renderer shares: the hosted docs and rule links, what P50/P80 and the score mean,
+the no-analysis statement and the per-rule statistics. Numbers themselves read through ..numbers."""
+
+from __future__ import annotations
+
+from ..model import CONFIDENCES, Finding, Report
+from ..numbers import plural
+
+# The hosted docs (the wheel carries no docs/ folder); pyproject's [project.urls] names the same.
+DOCS_URL = "https://github.com/neuron-ready/neuron-ready/blob/main/docs"
+EFFORT_DOCS = f"{DOCS_URL}/effort-model.md"
+
+
+def rule_url(rule_id: str) -> str:
+    """The rule's section of the catalog page (GitHub anchors headings in lower case)."""
+    return f"{DOCS_URL}/rules.md#{rule_id.lower()}"
+
+
+MEANING = "P50/P80: person-days the port takes with a 50%/80% chance; readiness 100/100 means nothing to port"
+
+
+def explanation() -> str:
+    return f"{MEANING}. How they are computed: {EFFORT_DOCS}"
+
+
+def score_text(report: Report) -> str:
+    score = report.estimate.score
+    return "n/a" if score is None else f"{score}/100"
+
+
+def no_analysis(report: Report) -> str | None:
+    """The statement a report that read no code carries instead of an all-clear, or None."""
+    if report.analysed:
+        return None
+    why = f"{plural(report.files_scanned, 'file')} found, none readable as code" if report.files_scanned else "no file found"
+    return (f"Nothing analysed: no Python, notebook or native source was scanned ({why}), "
+            "so there is no readiness score and no estimate.")
+
+
+def statistics(findings: list[Finding]) -> list[tuple[str, str, int, str]]:
+    """(rule, category, count, confidence) per rule, most frequent first, as `ruff --statistics`."""
+    counts: dict[str, list] = {}
+    for f in findings:
+        row = counts.setdefault(f.rule, [f.rule, f.category, 0, f.confidence])
+        row[2] += 1
+    return sorted((tuple(r) for r in counts.values()), key=lambda r: (-r[2], r[0]))  # type: ignore[misc]
+
+
+def visible(findings: list[Finding], min_confidence: str | None) -> list[Finding]:
+    """Findings at or above the confidence asked for (None: all of them)."""
+    if min_confidence is None:
+        return findings
+    keep = CONFIDENCES[: CONFIDENCES.index(min_confidence) + 1]
+    return [f for f in findings if f.confidence in keep]
