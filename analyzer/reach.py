@@ -226,18 +226,41 @@ def _closest(importer: str, rels: list[str]) -> list[str]:
 # ------------------------------------------------------------------------------------------ builds
 
 
-def path_regex(pattern: str) -> re.Pattern:
+def _segment_matches(pattern: str, name: str) -> bool:
+    """fnmatch's `*` and `?` within one path segment, everything else literal. Greedy with one saved
+    star, so time is at most len(pattern) * len(name): a regex for `*a*a*a...b` backtracks
+    exponentially, and the pattern comes from the scanned repository."""
+    p = n = 0
+    star, mark = -1, 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark = p, n
+            p += 1
+        elif p < len(pattern) and pattern[p] in ("?", name[n]):
+            p += 1
+            n += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            n = mark
+        else:
+            return False
+    return pattern[p:].strip("*") == ""
+
+
+def glob_matches(pattern: str, path: str) -> bool:
     """A glob over `/`-separated paths: `*` and `?` stay within a folder, `**` spans folders."""
-    segs = pattern.split("/")
-    rx = ""
+    segs, parts = pattern.split("/"), path.split("/")
+    states = {0}  # how many path segments the pattern so far can have consumed
     for i, seg in enumerate(segs):
-        last = i == len(segs) - 1
+        if seg == ANY and i == len(segs) - 1:
+            return any(k < len(parts) for k in states)  # the rest of the path, whatever it is
         if seg == ANY:
-            rx += ".*" if last else "(?:[^/]+/)*"
-            continue
-        rx += "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in seg)
-        rx += "" if last else "/"
-    return re.compile(f"^{rx}$")
+            states = {k for low in states for k in range(low, len(parts))}
+        else:
+            states = {k + 1 for k in states if k < len(parts) and _segment_matches(seg, parts[k])}
+        if not states:
+            return False
+    return len(parts) in states
 
 
 def _match_sources(patterns: list[str], anchors: list[str], native: list[str], vendored: dict[str, str]) -> set[str]:
@@ -247,10 +270,9 @@ def _match_sources(patterns: list[str], anchors: list[str], native: list[str], v
             pat = normalise(f"{anchor}/{raw}" if anchor else raw)
             if not pat:
                 continue
-            rx = path_regex(pat)
             # A build we cannot read (`**`) compiles its project's sources, not vendored ones.
             pool = native if normalise(raw) != ANY else [r for r in native if r not in vendored]
-            found = {r for r in pool if rx.match(r)}
+            found = {r for r in pool if glob_matches(pat, r)}
             if found:
                 hits |= found
                 break
