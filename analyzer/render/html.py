@@ -10,6 +10,7 @@ from html import escape
 from .. import breakeven
 from ..model import Finding, Report
 from . import chart
+from .safe import visible
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2733;margin:0;background:#f5f7fa}
@@ -34,7 +35,7 @@ footer{color:#5b6775;font-size:12px;margin-top:32px}
 
 
 def _e(text) -> str:
-    return escape(str(text), quote=True)
+    return escape(visible(text), quote=True)  # one line each: no raw control characters either
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")

@@ -10,6 +10,7 @@ import click
 
 from ..model import Finding, Report
 from . import trace_text
+from .safe import visible
 
 _CLASS_COLOR = {"days": "green", "weeks": "yellow", "month-plus": "red"}
 
@@ -31,13 +32,13 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     out: list[str] = []
     explained: set[str] = set()  # a rule's remedy is shown once, at its first finding
     for path, group in groupby(report.findings, key=lambda f: f.path):
-        out.append(s(path, bold=True))
+        out.append(s(visible(path), bold=True))
         for f in group:
             tag = (" (fallback)" if f.fallback else "") + trace_text.finding_tag(f)
-            out.append(f"  {_loc(f):>10}  {s(f.rule, fg='cyan')}  {f.message}{s(tag, fg='green')}")
+            out.append(f"  {_loc(f):>10}  {s(f.rule, fg='cyan')}  {visible(f.message)}{s(tag, fg='green')}")
             if f.rule not in explained:
                 explained.add(f.rule)
-                fix = textwrap.wrap(f.remedy, width - len(indent) - 5) or [""]
+                fix = textwrap.wrap(visible(f.remedy), width - len(indent) - 5) or [""]
                 out.append(f"{indent}{s('fix:', dim=True)} {fix[0]}")
                 out.extend(f"{indent}     {line}" for line in fix[1:])
         out.append("")
@@ -45,7 +46,7 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
         out.append(s(f"Off the training path ({len(report.off_path)} findings, not in the estimate)", bold=True))
         for f in report.off_path[:20]:
             why = f.details.get("off_path_reason")
-            out.append(f"  {f.path}:{_loc(f)}  {f.rule}  {f.message}" + (s(f"  [{why}]", dim=True) if why else ""))
+            out.append(f"  {visible(f.path)}:{_loc(f)}  {f.rule}  {visible(f.message)}" + (s(f"  [{visible(why)}]", dim=True) if why else ""))
         if len(report.off_path) > 20:
             out.append(f"  ... and {len(report.off_path) - 20} more (see --format json)")
         out.append("")
@@ -53,7 +54,7 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
         out.append(s(f"Not analysed ({len(report.diagnostics)})", bold=True))
         for d in report.diagnostics:
             where = f"{d.path}:{d.line}" if d.line else d.path
-            out.append(f"  {where}  [{d.kind}] {d.message}")
+            out.append(f"  {visible(where)}  [{d.kind}] {visible(d.message)}")
         out.append("")
     out.extend(trace_text.summary_lines(report.extra.get("trace")))
     est = report.estimate
@@ -71,17 +72,17 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
     )
     if est.drivers:
         by_id = {t.id: t for t in report.tasks}
-        names = [f"{by_id[d].title} ({_pd(by_id[d].person_days.likely)} d)" for d in est.drivers if d in by_id]
+        names = [f"{visible(by_id[d].title)} ({_pd(by_id[d].person_days.likely)} d)" for d in est.drivers if d in by_id]
         out.append("Top drivers: " + "; ".join(names))
     reach = report.extra.get("reach")
     if isinstance(reach, dict) and reach.get("mode"):
         entries = reach.get("entries") or []
-        how = {"entries": f"from {', '.join(entries[:3])}{' …' if len(entries) > 3 else ''}"
+        how = {"entries": f"from {', '.join(visible(e) for e in entries[:3])}{' …' if len(entries) > 3 else ''}"
                           f" ({'detected' if reach.get('detected') else 'named'})",
                "library": "every module (no training entry point found; name one with --entry)",
                "files": "the files given"}.get(reach["mode"], reach["mode"])
         out.append(f"Training path: {how}")
     be = report.extra.get("breakeven")
     if isinstance(be, dict) and be.get("summary"):
-        out.append(be["summary"])
+        out.append(visible(be["summary"]))
     return "\n".join(out) + "\n"
