@@ -11,6 +11,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,9 @@ class Settings:
     fail_on: list[str] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)
     jobs: int = 0  # 0 = all cores
+    # `jobs` came from the scanned tree's config: 1 then still scans in a worker (timeout, crash
+    # isolation); only --jobs 1 or NEURON_READY_JOBS=1, the user's own choice, scan in-process
+    jobs_from_config: bool = False
     cache: bool = True
     cache_dir: Path | None = None
     workload: dict[str, Any] = field(default_factory=dict)
@@ -233,7 +237,7 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
         j = t["jobs"]
         if not isinstance(j, int) or isinstance(j, bool) or j < 0:
             raise raw.error("jobs: expected a whole number (0 = all cores)", "jobs")
-        settings.jobs = j
+        settings.jobs, settings.jobs_from_config = j, True
     if "cache" in t:
         if not isinstance(t["cache"], bool):
             raise raw.error("cache: expected true or false", "cache")
@@ -241,7 +245,7 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
     if "cache-dir" in t:
         if not isinstance(t["cache-dir"], str):
             raise raw.error("cache-dir: expected a path", "cache-dir")
-        settings.cache_dir = base / t["cache-dir"]
+        settings.cache_dir = _config_cache_dir(raw, base / os.path.expanduser(t["cache-dir"]), settings.root)
     if "workload" in t:
         w = t["workload"]
         if not isinstance(w, dict):
@@ -291,6 +295,33 @@ def number_problem(value: Any, *, integer: bool = False, positive: bool = True, 
     return None
 
 
+def user_cache_home() -> Path:
+    """$XDG_CACHE_HOME, else ~/.cache: where a configuration file may put neuron-ready's cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg)
+    try:
+        return Path.home() / ".cache"
+    except RuntimeError:  # no home directory
+        return Path(tempfile.gettempdir())
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _config_cache_dir(raw: RawConfig, wanted: Path, root: Path) -> Path:
+    """A configuration file travels with the tree it configures, so it may not aim the cache (files
+    we write, and read back as results) anywhere else than the user's cache directory, and never
+    into the scanned tree. --cache-dir and NEURON_READY_CACHE_DIR may name any folder."""
+    real = os.path.realpath(wanted)
+    home = os.path.realpath(user_cache_home())
+    if not _inside(real, home) or _inside(real, os.path.realpath(root)) or _inside(real, os.path.realpath(raw.path.parent)):
+        raise raw.error(f"cache-dir: a configuration file may only choose a folder inside {home}, outside the "
+                        "scanned tree (use --cache-dir or NEURON_READY_CACHE_DIR for another place)", "cache-dir")
+    return Path(real)
+
+
 def load_settings(root: Path, config: Path | None = None, isolated: bool = False) -> Settings:
     """Settings for scanning `root`: defaults, then the config file (found or given)."""
     settings = Settings(root=root)
@@ -301,7 +332,7 @@ def load_settings(root: Path, config: Path | None = None, isolated: bool = False
         apply_config(settings, read_config(path))
     env_jobs = os.environ.get("NEURON_READY_JOBS")
     if env_jobs and env_jobs.isdigit():
-        settings.jobs = int(env_jobs)
+        settings.jobs, settings.jobs_from_config = int(env_jobs), False
     env_cache = os.environ.get("NEURON_READY_CACHE_DIR")
     if env_cache:
         settings.cache_dir = Path(env_cache)

@@ -92,8 +92,9 @@ class ScanStats:
 
 
 def worker_count(settings: Settings) -> int:
-    """0 = scan in this process (--jobs 1, unless NEURON_READY_ISOLATE=1); else supervised workers."""
-    if settings.jobs == 1 and os.environ.get(ENV_ISOLATE) != "1":
+    """0 = scan in this process (--jobs 1, unless NEURON_READY_ISOLATE=1 or the 1 came from the
+    scanned tree's configuration); else supervised workers."""
+    if settings.jobs == 1 and not settings.jobs_from_config and os.environ.get(ENV_ISOLATE) != "1":
         return 0
     if settings.jobs >= 1:
         return settings.jobs
