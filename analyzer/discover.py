@@ -64,11 +64,12 @@ class _Ignores:
         self.use_gitignore = use_gitignore
         self.tracked, self.tracked_dirs = _tracked(root) if use_gitignore else (set(), set())
         self.specs: dict[str, pathspec.GitIgnoreSpec] = {}
+        self.diagnostics: list[Diagnostic] = []  # bad patterns in the tree's ignore files
         self.exclude = pathspec.GitIgnoreSpec.from_lines(list(DEFAULT_EXCLUDES) + list(excludes))
         if use_gitignore:
             info = os.path.join(root, ".git", "info", "exclude")
             lines = _read_lines(info)
-            self.root_extra = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self.root_extra = self._spec(lines, ".git/info/exclude") if lines else None
         else:
             self.root_extra = None
 
@@ -77,7 +78,23 @@ class _Ignores:
             return
         lines = _read_lines(os.path.join(dir_abs, ".gitignore"))
         if lines:
-            self.specs[dir_rel] = pathspec.GitIgnoreSpec.from_lines(lines)
+            self.specs[dir_rel] = self._spec(lines, f"{dir_rel}/.gitignore" if dir_rel else ".gitignore")
+
+    def _spec(self, lines: list[str], rel: str) -> pathspec.GitIgnoreSpec:
+        """Like git, skip a pattern it cannot read (a lone backslash), and say so."""
+        try:
+            return pathspec.GitIgnoreSpec.from_lines(lines)
+        except ValueError:
+            pass
+        good = []
+        for n, line in enumerate(lines, 1):
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except ValueError as e:  # pathspec: GitIgnorePatternError
+                self.diagnostics.append(Diagnostic(rel, "unreadable", f"invalid pattern, ignored: {e}", n))
+                continue
+            good.append(line)
+        return pathspec.GitIgnoreSpec.from_lines(good)
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         probe = rel + "/" if is_dir else rel
@@ -196,6 +213,7 @@ def discover(root: Path, excludes: list[str] = (), use_gitignore: bool = True) -
             out.jobs.append(FileJob(entry.path, rel, kind))
         stack.extend(reversed(subdirs))
     out.jobs.sort(key=lambda j: j.rel)
+    out.diagnostics += ignores.diagnostics
     return out
 
 
