@@ -116,7 +116,7 @@ def find_config(start: Path) -> Path | None:
                 if name != "pyproject.toml":
                     return p
                 try:
-                    if re.search(r"^\s*\[\s*tool\s*\.\s*[\"']?neuron-ready", p.read_text(encoding="utf-8", errors="replace"), re.M):
+                    if re.search(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*[\"']?neuron-ready", p.read_text(encoding="utf-8", errors="replace"), re.M):
                         return p
                 except OSError:
                     pass

@@ -24,6 +24,7 @@ import fnmatch
 import os
 import posixpath
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 EXCLUDED_DIRS = frozenset({
     "test", "tests", "testing", "unittests", "benchmark", "benchmarks", "bench", "example", "examples", "doc", "docs",
 })
+_MAX_META_SIZE = 2 * 1024 * 1024  # packaging files read in the main process
 _TEST_FILE = re.compile(r"^(test_\w*\.py|\w+_test\.py|conftest\.py)$")
 VENDOR_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor", "vendored", "external", "extern"})
 # Native libraries projects copy into their tree rather than port (their users port their own kernels).
@@ -168,12 +170,22 @@ def vendored_projects(root: Path, rels: list[str]) -> dict[str, str]:
     return out
 
 
-def _gitmodules(root: Path) -> set[str]:
+def _tree_text(path: Path) -> str | None:
+    """A small regular file of the scanned tree, read here in the main process (no worker timeout
+    guards it): a FIFO would block forever and a huge file would stall the scan, so neither is read."""
     try:
-        text = (root / ".gitmodules").read_text(encoding="utf-8", errors="replace")
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_META_SIZE:
+            return None
+        with open(path, "rb") as fh:
+            return fh.read(_MAX_META_SIZE).decode("utf-8", errors="replace")
     except OSError:
-        return set()
-    return {m.strip().strip("/") for m in re.findall(r"^\s*path\s*=\s*(.+)$", text, re.M)}
+        return None
+
+
+def _gitmodules(root: Path) -> set[str]:
+    text = _tree_text(root / ".gitmodules") or ""
+    return {m.strip().strip("/") for m in re.findall(r"^[ \t]*path[ \t]*=[ \t]*(.+)$", text, re.M)}
 
 
 # ------------------------------------------------------------------------------------------ modules
@@ -335,23 +347,21 @@ def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[st
 def _console_script_modules(root: Path) -> list[str]:
     mods: list[str] = []
     try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        data = tomllib.loads(_tree_text(root / "pyproject.toml") or "")
         for target in (data.get("project", {}).get("scripts", {}) or {}).values():
             if isinstance(target, str):
                 mods.append(target.split(":")[0].strip())
-    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+    except (tomllib.TOMLDecodeError, AttributeError, RecursionError):
         pass
-    cfg = configparser.ConfigParser()
+    cfg = configparser.ConfigParser(interpolation=None)
     try:
-        cfg.read(root / "setup.cfg", encoding="utf-8")
+        cfg.read_string(_tree_text(root / "setup.cfg") or "")
         text = cfg.get("options.entry_points", "console_scripts", fallback="")
-    except (configparser.Error, UnicodeDecodeError):
+    except configparser.Error:
         text = ""
-    try:
-        text += "\n" + (root / "setup.py").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        pass
-    mods += re.findall(r"[\w.-]+\s*=\s*([A-Za-z_][\w.]*)\s*:\s*[\w.]+", text)
+    text += "\n" + (_tree_text(root / "setup.py") or "")
+    # a name starts only where a word starts, so a long word is tried once (no quadratic rescans)
+    mods += re.findall(r"(?<![\w.-])[\w.-]+[ \t]*=[ \t]*([A-Za-z_][\w.]*)[ \t]*:[ \t]*[\w.]+", text)
     return mods
 
 

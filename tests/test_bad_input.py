@@ -157,3 +157,18 @@ def test_ctrl_c_exits_130_not_1(tmp_path):
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130 and err.strip().endswith("neuron-ready: interrupted")
+
+
+def test_packaging_files_read_in_the_main_process_cannot_stop_the_scan(tmp_path):
+    """A non-UTF-8 root pyproject.toml exited 3; a FIFO named setup.py or setup.cfg would block the
+    main process (which reads them for console scripts) forever."""
+    (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "\xff\xfe"\n')
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "setup.py")
+    os.mkfifo(tmp_path / "setup.cfg")
+    os.mkfifo(tmp_path / ".gitmodules")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache", timeout=120)
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert [f["path"] for f in report["findings"]] == ["train.py"]
+    assert {d["path"] for d in report["diagnostics"]} >= {"setup.py"}
