@@ -172,3 +172,31 @@ def test_packaging_files_read_in_the_main_process_cannot_stop_the_scan(tmp_path)
     report = json.loads(r.out)
     assert [f["path"] for f in report["findings"]] == ["train.py"]
     assert {d["path"] for d in report["diagnostics"]} >= {"setup.py"}
+
+
+def test_large_native_and_dependency_files_are_linear(tmp_path):
+    """A 900 KB .cu of unbalanced kernels hit the per-file timeout (brace matching from every
+    kernel); a 1.7 MB pyproject.toml took 46 s (a scan of all lines per dependency), and large
+    requirements and environment files were slow too. With a 30 CPU-second limit per file (it was
+    minutes), each is scanned whole: nothing times out and the line numbers are right."""
+    n = 20_000
+    (tmp_path / "kernels.cu").write_text("__global__ void k(float* x) {\n  x[0] = 1;\n" * n, encoding="utf-8")
+    (tmp_path / "CMakeLists.txt").write_text("add_library(x " + "a." * 300_000 + ")\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'x'\ndependencies = [\n" + "".join(f'  "pkg{i}>=1.0",\n' for i in range(60_000))
+        + '  "cupy-cuda12x",\n]\n', encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text("".join(f"pkg{i}>=1.0\n" for i in range(60_000)) + "cupy-cuda12x\n",
+                                               encoding="utf-8")
+    (tmp_path / "environment.yml").write_text(
+        "dependencies:\n" + "".join(f"  - pkg{i}=1.0\n" for i in range(60_000)) + "  - cudatoolkit=11.8\n",
+        encoding="utf-8")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache", "--max-file-size", "4MiB",
+                env={"NEURON_READY_FILE_TIMEOUT": "30"}, timeout=600)
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert report["diagnostics"] == []
+    found = {(f["path"], f["line"]) for f in report["findings"] + report.get("off_path", [])}
+    assert ("pyproject.toml", 60_004) in found and ("requirements.txt", 60_001) in found
+    assert ("environment.yml", 60_002) in found
+    kernels = [f for f in report["findings"] + report.get("off_path", []) if f["path"] == "kernels.cu"]
+    assert kernels and kernels[0]["kernels"] == n
