@@ -200,3 +200,18 @@ def test_large_native_and_dependency_files_are_linear(tmp_path):
     assert ("environment.yml", 60_002) in found
     kernels = [f for f in report["findings"] + report.get("off_path", []) if f["path"] == "kernels.cu"]
     assert kernels and kernels[0]["kernels"] == n
+
+
+def test_one_too_complex_notebook_cell_hides_nothing_else(tmp_path):
+    """Cell 2 (30,000 `not \\` continuations) crashed libcst and took cells 1 and 3 with it."""
+    def cell(source):
+        return {"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
+
+    nb = {"cells": [cell("import torch\nx = torch.zeros(1).cuda()\n"), cell("y = " + "not \\\n" * 30_000 + "1\n"),
+                    cell("torch.cuda.synchronize()\n")], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "train.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache")
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert [(f["rule"], f["cell"], f["line"]) for f in report["findings"]] == [("NR1001", 1, 2), ("NR1007", 3, 1)]
+    assert [(d["kind"], d["message"][:7]) for d in report["diagnostics"]] == [("too-complex", "cell 2:")]
