@@ -271,6 +271,11 @@ def workload_error(settings: Settings, error: ConfigError) -> ConfigError:
     return raw.error(f"workload: {error}", None, "workload")
 
 
+# Far beyond any real price, hour count or fleet, and far enough from float limits that every cost
+# and break-even computed from them stays finite.
+WORKLOAD_MIN, WORKLOAD_MAX = 1e-6, 1e9
+
+
 def workload_problem(key: str, value: Any) -> str | None:
     """Why a [tool.neuron-ready.workload] value cannot be used, or None."""
     if key in _WORKLOAD_NAMES:
@@ -286,6 +291,8 @@ def number_problem(value: Any, *, integer: bool = False, positive: bool = True, 
     """Why `value` is not a usable workload number, or None: one rule for config values and flags."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return f"expected a number, got {value!r}"
+    if abs(value) > WORKLOAD_MAX or 0 < abs(value) < WORKLOAD_MIN:  # 1e308 made costs inf and savings nan
+        return f"must be between {WORKLOAD_MIN:g} and {WORKLOAD_MAX:g}, got {value!r}"
     if integer and (value != int(value) or value < 1):
         return f"expected a whole number >= 1, got {value!r}"
     if positive and value <= 0:
