@@ -13,8 +13,9 @@ from .config import ConfigError, Settings, workload_error
 from .discover import Discovery
 from .effort import estimate
 from .model import Diagnostic, Finding, Report
-from .reach import FileInfo, analyse
+from .reach import FileInfo, Reach, analyse
 from .sources import FileResult
+from .timebound import ENV_REACH_TIMEOUT, TimeBoundExceeded, reach_timeout, time_bound
 
 
 def display_root(settings: Settings) -> str:
@@ -29,8 +30,16 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     diagnostics: list[Diagnostic] = sorted(
         found.diagnostics + [d for r in results for d in r.diagnostics], key=Diagnostic.sort_key
     )
-    reach = analyse(Path(settings.root), [FileInfo(r.rel, r.kind, r.facts) for r in results],
-                    settings.entries, explicit_files=settings.files is not None)
+    budget = reach_timeout()
+    try:
+        with time_bound(budget):
+            reach = analyse(Path(settings.root), [FileInfo(r.rel, r.kind, r.facts) for r in results],
+                            settings.entries, explicit_files=settings.files is not None)
+    except TimeBoundExceeded:
+        # whatever made it slow, the scan ends: every file then counts as on the path (more work, not less)
+        reach = Reach(mode="library")
+        diagnostics.append(Diagnostic(".", "too-complex", f"the training-path analysis took longer than {budget:g} s "
+                                      f"(${ENV_REACH_TIMEOUT}); every file is counted as on the training path"))
     on_path: list[Finding] = []
     off_path: list[Finding] = []
     for f in findings:

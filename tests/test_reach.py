@@ -295,3 +295,20 @@ def test_a_hostile_glob_is_linear(tmp_path):
     r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache", timeout=120)
     assert r.code == 0, r.err
     assert '"NR1703"' in r.out  # the kernel is still reported, as a kernel no build compiles
+
+
+def test_the_training_path_analysis_is_time_bound(tmp_path):
+    """It runs in the main process on facts from the scanned tree, with no worker timeout: past its
+    bound the scan still ends, every file counted on the path, and says so."""
+    r = run_cli("scan", str(FIXTURES / "cuda_extension"), "--format", "json", "--no-cache", "--isolated",
+                env={"NEURON_READY_REACH_TIMEOUT": "0.000001"})
+    assert r.code == 0, r.err
+    import json
+
+    report = json.loads(r.out)
+    assert [(d["path"], d["kind"]) for d in report["diagnostics"]] == [(".", "too-complex")]
+    assert "training-path analysis took longer than" in report["diagnostics"][0]["message"]
+    assert report["findings"] and not report.get("off_path") and report["reach"]["mode"] == "library"
+    normal = json.loads(run_cli("scan", str(FIXTURES / "cuda_extension"), "--format", "json", "--no-cache",
+                                "--isolated").out)
+    assert normal["diagnostics"] == [] and normal["reach"]["mode"] == "entries"
