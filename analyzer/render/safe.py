@@ -15,7 +15,7 @@ import re
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # A line the Actions runner reads as a command, after leading blanks: `::cmd` or the older `##[cmd]`.
-_COMMAND_START = re.compile(r"^(\s*)(:|#(?=#\[))")
+_COMMAND_START = re.compile(r"^(\s*)(:(?=:)|#(?=#\[))")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 # Markdown that inline user text must not produce: emphasis, links and images, HTML, tables, code.
 _MD_SPECIAL = {c: "\\" + c for c in "\\*_[]~!|`"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
