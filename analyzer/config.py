@@ -322,6 +322,8 @@ def _config_cache_dir(raw: RawConfig, wanted: Path, root: Path) -> Path:
     we write, and read back as results) anywhere else than the user's cache directory, and never
     into the scanned tree. --cache-dir and NEURON_READY_CACHE_DIR may name any folder."""
     real = os.path.realpath(wanted)
+    if os.environ.get("NEURON_READY_CACHE_DIR"):
+        return Path(real)  # the environment's choice wins (load_settings); this one is never used
     home = os.path.realpath(user_cache_home())
     if not _inside(real, home) or _inside(real, os.path.realpath(root)) or _inside(real, os.path.realpath(raw.path.parent)):
         raise raw.error(f"cache-dir: a configuration file may only choose a folder inside {home}, outside the "

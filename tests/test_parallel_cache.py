@@ -27,9 +27,11 @@ from neuron_ready.sources import FileJob, ScanContext, scan_file
 CUDA_LINE = "import torch\nx = torch.ones(2).cuda()\n"
 # Real inputs that break libcst's native parser: a chain of `not` deep enough to overflow its
 # stack (the process dies with SIGSEGV), and a long `+` chain it parses in quadratic time (about
-# 10 s here; the tests allow it 1 s of CPU). Both pass Python's own checks for deep nesting.
-CRASHES_LIBCST = CUDA_LINE + "y = " + "not \\\n" * 30000 + "x\n"
-HANGS_LIBCST = CUDA_LINE + "y = 1 \\\n" + "+ 1 \\\n" * 6000 + "\n"
+# 10 s here; the tests allow it 1 s of CPU). Both pass Python's own checks for deep nesting, and
+# both sit inside brackets: as backslash continuations they would be a nesting risk that CPython's
+# parser judges first (sources.nesting_risk), and never reach libcst.
+CRASHES_LIBCST = CUDA_LINE + "y = (" + "not\n" * 30000 + "x)\n"
+HANGS_LIBCST = CUDA_LINE + "y = (1\n" + "+ 1\n" * 6000 + ")\n"
 
 
 def _stack_8mib() -> None:
