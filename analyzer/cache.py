@@ -6,10 +6,13 @@ the active catalog, target, max-file-size, per-path ignores, the first-party pac
 matter), the file's kind, its path relative to the root (findings carry it, module names come
 from it) and its bytes. A change to any of them is a different key; nothing is ever invalidated.
 
-Entries are JSON, never pickle: a cache directory inside a checkout is input we do not trust. One
-file per key, written atomically (temporary file + rename), so concurrent scans can share a
-directory. An entry that is unreadable, corrupt or written for another key is a miss, never an
-error; a directory that cannot be written turns the cache off for the run with one warning.
+The bytes enter the key through their SHA-256 (`content_digest`), which the stat index
+(stat_index.py) remembers per file, so an unchanged file is neither read nor hashed.
+
+Entries are JSON, never pickle, and sealed (cachefiles.py): a cache directory is input we do not
+trust. One file per key, written atomically, so concurrent scans can share a directory. An entry
+that is unreadable, corrupt, unsealed or written for another key is a miss, never an error; a
+directory that cannot be written turns the cache off for the run with one warning.
 """
 
 from __future__ import annotations
@@ -25,18 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .cachefiles import CacheFiles
 from .catalog import catalog_fingerprint
 from .model import Diagnostic, Finding
 from .sources import FileJob, FileResult, ScanContext
-from .sources.pyindex import name_roots
 
-FORMAT = 1  # bump when the entry layout or FileResult's meaning changes
+FORMAT = 2  # bump when the entry layout, the keys or FileResult's meaning change
 ENV_DIR = "NEURON_READY_CACHE_DIR"
-CACHEDIR_TAG = (
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by neuron-ready.\n"
-    "# For information about cache directory tags see https://bford.info/cachedir/\n"
-)
 
 
 def default_dir(settings) -> Path:
@@ -62,10 +60,10 @@ def default_dir(settings) -> Path:
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """A digest of neuron-ready's own source files: an edited (editable) install is a new tool."""
+    """A digest of neuron-ready's own source and data files: an edited (editable) install is a new tool."""
     package = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted([*package.rglob("*.py"), *package.rglob("*.toml")]):
         h.update(path.relative_to(package).as_posix().encode() + b"\0")
         try:
             h.update(path.read_bytes())
@@ -78,6 +76,8 @@ def relevant_first_party(ctx: ScanContext) -> list[str]:
     """The project's own packages that can change a result: only those named like a package the
     catalog looks for (flash_attn inside flash-attn's own tree). Adding any other package to the
     project leaves every key as it was."""
+    from .sources.pyindex import name_roots
+
     roots = name_roots(ctx.catalog)
     return sorted(ctx.first_party if roots is None else ctx.first_party & roots)
 
@@ -95,13 +95,20 @@ def _libcst_version() -> str:
     return getattr(libcst, "__version__", libcst.__file__)
 
 
-def context_digest(ctx: ScanContext) -> str:
-    parts = {
+def tool_parts() -> dict[str, Any]:
+    """The tool itself: release, code, and what its parsing depends on."""
+    return {
         "format": FORMAT,
         "tool": __version__,
         "code": code_fingerprint(),
         "python": list(sys.version_info[:2]),  # ast's syntax check depends on it
         "libcst": _libcst_version(),
+    }
+
+
+def context_digest(ctx: ScanContext) -> str:
+    parts = {
+        **tool_parts(),
         "catalog": catalog_fingerprint(ctx.catalog),
         "target": ctx.target,
         "max_file_size": ctx.max_file_size,
@@ -111,16 +118,24 @@ def context_digest(ctx: ScanContext) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
+def content_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 class Keys:
     """Cache keys for one scan context. Picklable; workers compute keys from the bytes they read."""
 
     def __init__(self, ctx: ScanContext) -> None:
-        self.base = context_digest(ctx).encode()
+        self.context = context_digest(ctx)
+        self.base = self.context.encode()
 
     def key(self, job: FileJob, data: bytes) -> str:
+        return self.key_of(job, content_digest(data))
+
+    def key_of(self, job: FileJob, digest: str) -> str:
+        """The key of a file whose bytes have this content_digest."""
         h = hashlib.sha256(self.base)
-        h.update(json.dumps([job.kind, job.rel]).encode() + b"\0")
-        h.update(data)
+        h.update(json.dumps([job.kind, job.rel, digest]).encode())
         return h.hexdigest()
 
 
@@ -159,29 +174,29 @@ def decode_result(data: bytes | dict[str, Any]) -> FileResult:
 
 class ResultCache:
     def __init__(self, directory: Path) -> None:
-        self.dir = Path(directory)
-        self.entries = self.dir / f"v{FORMAT}"
-        self._entries = str(self.entries)
+        self.files = CacheFiles(directory)
+        self.dir = self.files.dir
         self.hits = self.misses = self.rejected = self.writes = 0
-        self.error: str | None = None  # why writing was given up, for one warning
-        self._prepared = False
+
+    @property
+    def error(self) -> str | None:
+        """Why writing was given up, for one warning."""
+        return self.files.error
 
     def _path(self, key: str) -> str:
-        return os.path.join(self._entries, key[:2], key)  # a string: this runs once per file
+        return self.files.path(f"v{FORMAT}", key[:2], key)
 
     def get(self, key: str, rel: str) -> FileResult | None:
-        try:
-            with open(self._path(key), "rb") as fh:
-                raw = fh.read()
-        except OSError:
+        got = self.files.read(self._path(key))
+        if got is None:
             self.misses += 1
             return None
         try:
-            entry = json.loads(raw)
+            entry = json.loads(got[0])
             if entry["format"] != FORMAT or entry["key"] != key or entry["result"]["rel"] != rel:
                 raise ValueError("written for another key")
             result = decode_result(entry["result"])
-        except Exception:  # noqa: BLE001 - a corrupt or foreign entry is a miss; it is rewritten
+        except Exception:  # noqa: BLE001 - a foreign entry is a miss; it is rewritten
             self.rejected += 1
             self.misses += 1
             return None
@@ -189,31 +204,6 @@ class ResultCache:
         return result
 
     def put(self, key: str, payload: bytes) -> None:
-        if self.error is not None:
-            return
-        try:
-            self._prepare()
-            target = self._path(key)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(b'{"format":%d,"key":"%s","result":' % (FORMAT, key.encode()) + payload + b"}")
-                os.replace(tmp, target)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError as e:
-            self.error = f"cannot write the cache in {self.dir}: {e.strerror or e}; continuing without it"
-            return
-        self.writes += 1
-
-    def _prepare(self) -> None:
-        if self._prepared:
-            return
-        self.entries.mkdir(parents=True, exist_ok=True)
-        for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by neuron-ready.\n*\n")):
-            p = self.dir / name
-            if not p.exists():
-                p.write_text(text, encoding="utf-8")
-        self._prepared = True
+        body = b'{"format":%d,"key":"%s","result":' % (FORMAT, key.encode()) + payload + b"}"
+        if self.files.write(self._path(key), body):
+            self.writes += 1

@@ -69,6 +69,13 @@ class Settings:
     config_path: Path | None = None
 
 
+def display_root(settings: Settings) -> str:
+    """The root as the user named it, relative to the working directory when inside it."""
+    root = os.path.abspath(settings.root)
+    rel = os.path.relpath(root)
+    return (rel if not rel.startswith("..") else root).replace(os.sep, "/")
+
+
 @dataclass
 class RawConfig:
     path: Path

@@ -7,6 +7,7 @@ report.build_report turns results into findings, tasks, the estimate and the Rep
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -14,19 +15,31 @@ from .catalog import Catalog, load_catalog
 from .config import Settings
 from .discover import Discovery, discover, explicit_files
 from .model import Report
-from .report import build_report
-from .cache import Keys, ResultCache, decode_result, default_dir, encode_result
+from .cache import Keys, ResultCache, content_digest, decode_result, default_dir, encode_result
 from .progress import Progress
+from .report_cache import ReportCache, ReportKey
 from .sources import FileJob, FileResult, ScanContext, read_bytes, scan_file
-from .workers import ENV_ISOLATE, Task, gc_tuned, run_supervised
+from .stat_index import Stamp, StatIndex, stamp_of
+
+ENV_ISOLATE = "NEURON_READY_ISOLATE"  # 1: --jobs 1 scans in one supervised worker, not in-process
+# Imported where used: workers (multiprocessing) only when a file is scanned, report (networkx,
+# numpy) only when no cached report fits, so an unchanged tree and a hook load neither.
 
 
-@dataclass
 class ScanOutcome:
-    report: Report
-    results: list[FileResult] = field(default_factory=list)
-    catalog: Catalog | None = None
-    stats: ScanStats | None = None
+    """The report, how it was made, and the active catalog (loaded when asked for, when the report
+    came from the cache: rendering SARIF needs it, printing a hook's findings does not)."""
+
+    def __init__(self, report: Report, results: list[FileResult], catalog: Catalog | None,
+                 stats: ScanStats | None = None, settings: Settings | None = None) -> None:
+        self.report, self.results, self.stats = report, results, stats
+        self._catalog, self._settings = catalog, settings
+
+    @property
+    def catalog(self) -> Catalog | None:
+        if self._catalog is None and self._settings is not None:
+            self._catalog = active_catalog(self._settings)
+        return self._catalog
 
 
 def active_catalog(settings: Settings) -> Catalog:
@@ -86,8 +99,11 @@ class ScanStats:
     files: int = 0
     cached: int = 0  # results read from the cache
     scanned: int = 0  # files read and analysed in this run
+    hashed: int = 0  # files read and hashed for their content key (the others: by their stat)
     workers: int = 0  # worker processes used (0: in this process)
     cache_dir: str | None = None
+    report_cached: bool = False  # the whole report came from the cache
+    uncached: int = 0  # results that could not be cached (a crash or a timeout): no report entry
     warnings: list[str] = field(default_factory=list)
 
 
@@ -113,14 +129,20 @@ def preload() -> None:
 
 
 def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
-               progress: Progress | None = None, stats: ScanStats | None = None) -> list[FileResult]:
+               progress: Progress | None = None, stats: ScanStats | None = None,
+               stamps: list[Stamp | None] | None = None) -> list[FileResult]:
     """One FileResult per job, in job order: from the cache when nothing the result depends on has
-    changed, otherwise scanned. Every result passes through the cache's encoding, so a report is
-    the same byte for byte whether it came from the cache, this process or a worker."""
+    changed, otherwise scanned. A file whose stat matches the stat index is neither read nor
+    hashed; `stamps` are the jobs' stats when the caller took them already. Every result passes
+    through the cache's encoding, so a report is the same byte for byte whether it came from the
+    cache, this process or a worker."""
+    from .workers import Task, gc_tuned, run_supervised
+
     progress = progress if progress is not None else Progress()
     stats = stats if stats is not None else ScanStats()
     cache = ResultCache(default_dir(settings)) if settings.cache else None
     keys = Keys(ctx) if cache is not None else None
+    index = StatIndex(cache.files, str(settings.root)) if cache is not None else None
     workers = worker_count(settings)
     results: list[FileResult | None] = [None] * len(jobs)
     todo: list[Task] = []
@@ -129,30 +151,49 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
         result = results[task.index] = decode_result(payload)
         if cache is not None and key is not None:
             cache.put(key, payload)
+        elif key is None:
+            stats.uncached += 1
         progress.advance(len(result.findings))
 
     progress.start(len(jobs))
     with gc_tuned():
         for i, job in enumerate(jobs):
-            data = None
-            try:
-                data = read_bytes(job.path, ctx.max_file_size) if cache is not None or not workers else None
-                size = len(data) if data is not None else os.path.getsize(job.path)
-            except OSError:
-                size = 0  # the scan reports why it cannot read it
-            key = keys.key(job, data) if keys is not None and data is not None else None
-            hit = cache.get(key, job.rel) if cache is not None and key is not None else None
-            if hit is not None:
-                results[i] = hit
-                progress.advance(len(hit.findings))
-            elif workers:
+            data = key = None
+            if cache is not None:
+                stamp = stamps[i] if stamps is not None else stamp_of(job.path)
+                digest = index.digest(job.rel, stamp)
+                if digest is None:
+                    try:
+                        data = read_bytes(job.path, ctx.max_file_size)
+                    except OSError:
+                        pass  # the scan reports why it cannot read it
+                    else:
+                        digest = content_digest(data)
+                        index.record(job.rel, stamp, digest)
+                        stats.hashed += 1
+                key = keys.key_of(job, digest) if digest is not None else None
+                hit = cache.get(key, job.rel) if key is not None else None
+                if hit is not None:
+                    results[i] = hit
+                    progress.advance(len(hit.findings))
+                    continue
+            if workers:  # the worker reads the file again and keys the result by what it read
+                size = stamp.size if cache is not None and stamp is not None else _size(job.path)
                 todo.append(Task(i, job, size))
-            else:  # in this process, from the bytes just read
-                done(Task(i, job, size), key, encode_result(scan_file(job, ctx, data)))
-                stats.scanned += 1
+                continue
+            if data is None:  # in this process: key exactly the bytes scanned
+                try:
+                    data = read_bytes(job.path, ctx.max_file_size)
+                except OSError:
+                    pass
+                key = keys.key(job, data) if keys is not None and data is not None else None
+            done(Task(i, job, len(data) if data is not None else 0), key, encode_result(scan_file(job, ctx, data)))
+            stats.scanned += 1
         stats.workers = min(workers, len(todo))
         if todo:
             run_supervised(todo, ctx, keys, stats.workers, done, progress.tick, warm=preload)
+    if index is not None:
+        index.save()
     stats.files, stats.scanned = len(jobs), stats.scanned + len(todo)
     stats.cached = len(jobs) - stats.scanned
     if cache is not None:
@@ -165,17 +206,40 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     return results  # type: ignore[return-value]
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0  # the scan reports why it cannot read it
+
+
 def run_scan(settings: Settings, catalog: Catalog | None = None,
              extend: Callable[[list[FileResult]], list[FileResult]] | None = None,
              progress: Progress | None = None) -> ScanOutcome:
     """`extend` may add to the per-file results before the report is built (trace mode folds
     traced findings in there)."""
-    catalog = catalog if catalog is not None else active_catalog(settings)
     found = find_files(settings)
-    ctx = make_context(settings, catalog, found)
     stats = ScanStats()
-    results = scan_files(found.jobs, ctx, settings, progress, stats)
+    stamps = reports = key = None
+    if settings.cache and extend is None and catalog is None:  # a given catalog is not in the key
+        stamps = [stamp_of(j.path) for j in found.jobs]
+        reports = ReportCache(ResultCache(default_dir(settings)).files)
+        key = ReportKey(settings, found, stamps)
+        report = reports.get(key)
+        if report is not None:
+            stats.files = stats.cached = len(found.jobs)
+            stats.report_cached = True
+            stats.cache_dir = str(reports.files.dir)
+            return ScanOutcome(report, [], catalog, stats, settings)
+    catalog = catalog if catalog is not None else active_catalog(settings)
+    ctx = make_context(settings, catalog, found)
+    results = scan_files(found.jobs, ctx, settings, progress, stats, stamps)
     if extend is not None:
         results = extend(results)
+    from .report import build_report
+
     report = build_report(settings, catalog, found, results)
+    # a training-path analysis that ran out of time may not next time: not a result to keep
+    if reports is not None and key is not None and not stats.uncached and not report.extra["reach"].get("timed_out"):
+        reports.put(key, report, time.time_ns())
     return ScanOutcome(report, results, catalog, stats)

@@ -3,13 +3,12 @@ training path, then tasks, the estimate and (when a workload is configured) the 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from . import __version__
 from . import breakeven
 from .catalog import Catalog
-from .config import ConfigError, Settings, workload_error
+from .config import ConfigError, Settings, display_root, workload_error
 from .discover import Discovery
 from .effort import estimate
 from .model import Diagnostic, Finding, Report
@@ -18,26 +17,19 @@ from .sources import FileResult
 from .timebound import ENV_REACH_TIMEOUT, TimeBoundExceeded, reach_timeout, time_bound
 
 
-def display_root(settings: Settings) -> str:
-    """The root as the user named it, relative to the working directory when inside it."""
-    root = os.path.abspath(settings.root)
-    rel = os.path.relpath(root)
-    return (rel if not rel.startswith("..") else root).replace(os.sep, "/")
-
-
 def build_report(settings: Settings, catalog: Catalog, found: Discovery, results: list[FileResult]) -> Report:
     findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     diagnostics: list[Diagnostic] = sorted(
         found.diagnostics + [d for r in results for d in r.diagnostics], key=Diagnostic.sort_key
     )
-    budget = reach_timeout()
+    budget, timed_out = reach_timeout(), False
     try:
         with time_bound(budget):
             reach = analyse(Path(settings.root), [FileInfo(r.rel, r.kind, r.facts) for r in results],
                             settings.entries, explicit_files=settings.files is not None)
     except TimeBoundExceeded:
         # whatever made it slow, the scan ends: every file then counts as on the path (more work, not less)
-        reach = Reach(mode="library")
+        reach, timed_out = Reach(mode="library"), True
         diagnostics.append(Diagnostic(".", "too-complex", f"the training-path analysis took longer than {budget:g} s "
                                       f"(${ENV_REACH_TIMEOUT}); every file is counted as on the training path"))
     on_path: list[Finding] = []
@@ -63,7 +55,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         off_path=off_path,
         suppressed=sum(r.suppressed for r in results),
     )
-    report.extra["reach"] = reach.to_dict()
+    report.extra["reach"] = reach.to_dict() | ({"timed_out": True} if timed_out else {})
     if breakeven.configured(settings.workload):
         # the effort as the JSON reports it, so `breakeven --report` on this report gives the same numbers
         try:

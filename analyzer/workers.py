@@ -36,10 +36,9 @@ from typing import Callable
 
 from .cache import Keys, encode_result
 from .model import Diagnostic
-from .sources import FileJob, FileResult, ScanContext, libcst_chars, read_bytes, scan_file
+from .sources import FileJob, FileResult, ScanContext, libcst_chars, load_scanners, read_bytes, scan_file
 
 ENV_TIMEOUT = "NEURON_READY_FILE_TIMEOUT"  # CPU seconds one file may take in a worker
-ENV_ISOLATE = "NEURON_READY_ISOLATE"  # 1: --jobs 1 scans in one supervised worker, not in-process
 DEFAULT_TIMEOUT = 60.0
 WALL_FACTOR = 4  # a worker not using its CPU (blocked, or a starved machine) is stopped after 4x
 TICK = 0.1  # how often the supervisor wakes to redraw progress
@@ -234,6 +233,7 @@ def run_supervised(tasks: list[Task], ctx: ScanContext, keys: Keys | None, worke
     timeout = file_timeout()
     mp = _context()
     ctx.index  # build once, before forking
+    load_scanners()
     queue = _Queue(tasks)
     pool: list[_Worker] = []
     interrupted = True

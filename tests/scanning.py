@@ -50,3 +50,12 @@ def scan_text(code: str, catalog: Catalog | None = None, name: str = "example.py
 
 def hits(result: FileResult) -> list[tuple[int, str, str]]:
     return [(f.line, f.rule, f.symbol) for f in result.findings]
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Files given as {relative path: text} under root (created); root."""
+    for name, text in files.items():
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return root

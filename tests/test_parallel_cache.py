@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from cli import run_cli
-from neuron_ready.cache import decode_result, encode_result
+from scanning import write_tree
+from neuron_ready.cache import FORMAT, decode_result, encode_result
+from neuron_ready.cachefiles import CacheFiles
+from neuron_ready.report_cache import FORMAT as REPORT_FORMAT
 from neuron_ready.catalog import load_catalog
 from neuron_ready.config import Settings
 from neuron_ready.discover import discover
@@ -37,14 +40,6 @@ HANGS_LIBCST = CUDA_LINE + "y = (1\n" + "+ 1\n" * 6000 + ")\n"
 def _stack_8mib() -> None:
     """The crash needs a bounded stack (8 MiB is Linux's default; CI may say unlimited)."""
     resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, 8 << 20))
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    return root
 
 
 def _scan_json(*args: str, env: dict | None = None):
@@ -88,9 +83,13 @@ def test_only_a_changed_file_is_scanned_again(fixtures, tmp_path):
     cold = run_scan(settings)
     assert cold.stats.scanned == cold.stats.files > 3 and cold.stats.cached == 0
 
-    # An unchanged file comes from the cache: edit its entry and the edit shows in the report.
-    (entry,) = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and b'"rel":"train.py"' in p.read_bytes()]
-    entry.write_bytes(entry.read_bytes().replace(b"moves a tensor", b"MOVES A TENSOR"))
+    # An unchanged file comes from the cache: edit its entry (sealed again with this user's key,
+    # as the scan would) and the edit shows in the report.
+    files = CacheFiles(tmp_path / "cache")
+    (entry,) = [p for p in (tmp_path / "cache" / f"v{FORMAT}").rglob("*")
+                if p.is_file() and b'"rel":"train.py"' in p.read_bytes()]
+    body, _ = files.read(str(entry))
+    assert files.write(str(entry), body.replace(b"moves a tensor", b"MOVES A TENSOR"))
     # A changed file is scanned again: its new line is found.
     (tree / "data.py").write_text((tree / "data.py").read_text() + "\n" + CUDA_LINE, encoding="utf-8")
 
@@ -103,27 +102,71 @@ def test_only_a_changed_file_is_scanned_again(fixtures, tmp_path):
     assert len(new) == len(old) + 1
 
 
-def test_a_corrupt_or_foreign_cache_entry_is_a_miss(fixtures, tmp_path):
+def _forget_reports(cache: Path) -> None:
+    """Drop the whole-report entries, so the next scan goes through the per-file cache."""
+    shutil.rmtree(cache / f"reports-v{REPORT_FORMAT}", ignore_errors=True)
+
+
+# Damage done to a result entry; each must make it a miss. Applied to the raw file (the seal no
+# longer checks) and to the body, sealed again with the user's key (what is behind the seal is checked too).
+DAMAGE = {
+    "truncated": lambda b, other: b[: len(b) // 2],
+    "not json": lambda b, other: b"\x00\xff not json",
+    "wrong type": lambda b, other: b"[]",
+    "another key": lambda b, other: other,
+    "another version": lambda b, other: b.replace(b'"format":%d' % FORMAT, b'"format":99'),
+    "bad finding": lambda b, other: b.replace(b'"findings":[', b'"findings":[{"rule": 1},'),
+}
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["raw", "resealed"])
+def test_a_corrupt_or_foreign_cache_entry_is_a_miss(fixtures, tmp_path, sealed):
     cache = tmp_path / "cache"
-    settings = Settings(root=fixtures / "cuda_extension", cache_dir=cache)
+    files = CacheFiles(cache)
+    tree = write_tree(tmp_path / "repo", {f"m{i}.py": CUDA_LINE * (i + 1) for i in range(len(DAMAGE))})
+    settings = Settings(root=tree, cache_dir=cache, jobs=1)
     cold = run_scan(settings)
-    entries = sorted(p for p in (cache / "v1").rglob("*") if p.is_file())
-    assert len(entries) == cold.stats.files
-    other = entries[1].read_bytes()
-    damage = [
-        lambda b: b[: len(b) // 2],  # truncated
-        lambda b: b"\x00\xff not json",
-        lambda b: b"[]",
-        lambda b: other,  # a valid entry, written for another key
-        lambda b: b.replace(b'"format":1', b'"format":99'),
-        lambda b: b.replace(b'"findings":[', b'"findings":[{"rule": 1},'),
-    ]
-    for entry, spoil in zip(entries, damage):
-        entry.write_bytes(spoil(entry.read_bytes()))
+    entries = sorted(p for p in (cache / f"v{FORMAT}").rglob("*") if p.is_file())
+    assert len(entries) == cold.stats.files == len(DAMAGE)
+    bodies = [files.read(str(p))[0] for p in entries]
+    for n, (entry, spoil) in enumerate(zip(entries, DAMAGE.values())):
+        if sealed:
+            files.write(str(entry), spoil(bodies[n], bodies[n - 1]))
+        else:
+            entry.write_bytes(spoil(entry.read_bytes(), entries[n - 1].read_bytes()))
+    _forget_reports(cache)
     again = run_scan(settings)
-    assert again.stats.scanned == len(damage)
+    assert again.stats.scanned == len(entries)
     assert render(again.report, "json") == render(cold.report, "json")
+    _forget_reports(cache)
     assert run_scan(settings).stats.cached == cold.stats.files  # the entries were written anew
+
+
+def test_entries_outside_the_cache_or_under_a_foreign_key_are_misses(fixtures, tmp_path):
+    cache = tmp_path / "cache"
+    settings = Settings(root=fixtures / "mainstream", cache_dir=cache, jobs=1)
+    cold = run_scan(settings)
+    entries = sorted(p for p in (cache / f"v{FORMAT}").rglob("*") if p.is_file())
+    # An entry that is a symbolic link to a file outside the directory, even a valid entry's copy.
+    outside = tmp_path / "outside"
+    outside.write_bytes(entries[0].read_bytes())
+    entries[0].unlink()
+    entries[0].symlink_to(outside)
+    _forget_reports(cache)
+    again = run_scan(settings)
+    assert (again.stats.cached, again.stats.scanned) == (cold.stats.files - 1, 1)
+    assert render(again.report, "json") == render(cold.report, "json")
+    assert not entries[0].is_symlink()  # replaced by a real entry
+
+    # A key file others can read (as a checkout or an archive would leave it) is not ours: every
+    # entry is a miss, and the scan makes a private key.
+    key = cache / "key"
+    key.chmod(0o644)
+    _forget_reports(cache)
+    again = run_scan(settings)
+    assert again.stats.scanned == cold.stats.files
+    assert key.stat().st_mode & 0o077 == 0
+    assert render(again.report, "json") == render(cold.report, "json")
 
 
 def test_an_unusable_cache_directory_is_one_warning(fixtures, tmp_path):
@@ -207,7 +250,7 @@ def test_no_cache_writes_nothing(fixtures, tmp_path):
 
 @pytest.mark.parametrize("how", [["--jobs", "2"], ["--jobs", "1"]], ids=["workers", "isolated-jobs-1"])
 def test_a_file_that_crashes_or_hangs_the_parser_costs_only_that_file(tmp_path, how):
-    tree = _tree(tmp_path / "repo", {
+    tree = write_tree(tmp_path / "repo", {
         "crash.py": CRASHES_LIBCST,
         "slow.py": HANGS_LIBCST,
         **{f"pkg/m{i}.py": CUDA_LINE for i in range(6)},
@@ -251,7 +294,7 @@ def _on_a_terminal(args: list[str], env: dict) -> str:
 
 def test_progress_shows_on_a_terminal_for_a_longer_scan_only(tmp_path):
     # The slow file keeps the scan busy for a second, more than the moment before progress shows.
-    tree = _tree(tmp_path / "repo", {"slow.py": HANGS_LIBCST, **{f"m{i}.py": CUDA_LINE for i in range(4)}})
+    tree = write_tree(tmp_path / "repo", {"slow.py": HANGS_LIBCST, **{f"m{i}.py": CUDA_LINE for i in range(4)}})
     env = {"NEURON_READY_FILE_TIMEOUT": "1"}
     shown = _on_a_terminal(["scan", str(tree), "--no-cache", "--jobs", "2"], env)
     assert "files" in shown and "findings" in shown and "/5" in shown
@@ -367,7 +410,7 @@ def test_workers_recycled_after_large_files_lose_nothing(tmp_path):
 
     big = CUDA_LINE + "y = torch.zeros(3).cuda()\n" * (RECYCLE_BYTES // 26 + 1)
     assert len(big) > RECYCLE_BYTES
-    tree = _tree(tmp_path / "repo", {**{f"big{i}.py": big for i in range(3)}, **{f"m{i}.py": CUDA_LINE for i in range(5)}})
+    tree = write_tree(tmp_path / "repo", {**{f"big{i}.py": big for i in range(3)}, **{f"m{i}.py": CUDA_LINE for i in range(5)}})
     one, two = (run_cli("scan", str(tree), "--format", "json", "--no-cache", "--jobs", j) for j in ("1", "2"))
     assert one.code == two.code == 0 and one.out == two.out
     d = json.loads(two.out)

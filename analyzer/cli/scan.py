@@ -111,7 +111,8 @@ def run_with_progress(settings, quiet: bool):
             click.echo(f"neuron-ready: warning: {warning}", err=True)
     if stats is not None and os.environ.get("NEURON_READY_DEBUG"):
         click.echo(f"neuron-ready: {stats.files} files: {stats.cached} from the cache, {stats.scanned} scanned "
-                   f"({stats.workers} worker processes); cache: {stats.cache_dir or 'off'}", err=True)
+                   f"({stats.workers} worker processes); cache: {stats.cache_dir or 'off'}; {stats.hashed} read "
+                   f"and hashed; report: {'from the cache' if stats.report_cached else 'built'}", err=True)
     return outcome
 
 
@@ -189,4 +190,5 @@ def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entrie
     apply_run_options(settings, jobs, no_cache, cache_dir)
     outcome = run_with_progress(settings, quiet)
     report = with_baseline(outcome.report, baseline_path, write_baseline)
-    emit_report(ctx, report, settings, fmt, output, color, outcome.catalog)
+    # only SARIF describes rules: a report read from the cache does not load the catalog otherwise
+    emit_report(ctx, report, settings, fmt, output, color, outcome.catalog if fmt == "sarif" else None)

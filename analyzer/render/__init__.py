@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from ..model import Report
-from . import html as html_fmt
-from . import json as json_fmt
-from . import markdown as markdown_fmt
-from . import sarif as sarif_fmt
-from . import text as text_fmt
+import importlib
 
-FORMATS = {"text": text_fmt.render, "json": json_fmt.render, "sarif": sarif_fmt.render, "markdown": markdown_fmt.render,
-           "html": html_fmt.render}
+from ..model import Report
+
+# Format -> its module, imported when used (a hook prints text only).
+FORMATS = {"text": "text", "json": "json", "sarif": "sarif", "markdown": "markdown", "html": "html"}
 
 
 def render(report: Report, fmt: str, color: bool = False, catalog=None) -> str:
+    module = importlib.import_module(f".{FORMATS[fmt]}", __package__)
     if fmt == "text":
-        return text_fmt.render(report, color=color)
+        return module.render(report, color=color)
     if fmt == "sarif":  # rule descriptions come from the catalog the scan used (extra catalogs too)
-        return sarif_fmt.render(report, catalog)
-    return FORMATS[fmt](report)
+        return module.render(report, catalog)
+    return module.render(report)

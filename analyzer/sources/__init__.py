@@ -22,17 +22,21 @@ from ..model import Diagnostic, Finding
 from ..suppress import Suppressions
 from . import deps as deps_mod
 from . import native as native_mod
-from .builds import build_facts
-from .imports import python_facts
-from .notebook import NotebookError, join_cells, notebook_cells
-from .pyindex import PyIndex, build_index, passes_prefilter
-from .screen import reduce_source
 
 if TYPE_CHECKING:
+    from .pyindex import PyIndex
     from .python import Hit, PyResult
 
 # libcst (and python.py, which walks its trees) load on first use: the main process of a
-# parallel scan, and scans the screen finds nothing to parse in, never need them.
+# parallel scan, and scans the screen finds nothing to parse in, never need them. The
+# scanners (load_scanners) load on first use too: discovery and a cached report never need them.
+
+
+def load_scanners() -> None:
+    """Import what scanning a file needs; a parallel scan calls it before forking, so no worker
+    imports it again."""
+    from . import builds, imports, notebook, pyindex, screen  # noqa: F401
+
 
 KINDS = ("python", "notebook", "native", "cmake", "deps")
 
@@ -59,6 +63,8 @@ class ScanContext:
     @property
     def index(self) -> PyIndex:
         if self._index is None:
+            from .pyindex import build_index
+
             self._index = build_index(self.catalog)
         return self._index
 
@@ -304,6 +310,8 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, scr
             pass
     reduced = None
     if tree is not None and screen:
+        from .screen import reduce_source
+
         try:
             reduced = reduce_source(text, tree, ctx.index, module_name, is_package)
         except RecursionError:  # a pathological expression: libcst decides on the whole file
@@ -373,6 +381,10 @@ def _syntax_diagnostic(rel: str, e: Unparseable, text: str,
 
 
 def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    from .builds import build_facts
+    from .imports import python_facts
+    from .pyindex import passes_prefilter
+
     module_name, is_package = module_name_of(job.rel)
     result.facts.update(python_facts(text, module_name, is_package))
     result.facts.update(build_facts(text))
@@ -422,6 +434,10 @@ def _cell_diagnostic(rel: str, e: BaseException, source: str, where: list[tuple[
 
 
 def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    from .imports import python_facts
+    from .notebook import NotebookError, join_cells, notebook_cells
+    from .pyindex import passes_prefilter
+
     try:
         cells = notebook_cells(text)
     except NotebookError as e:

@@ -1,0 +1,29 @@
+"""The calibration labels (docs/calibration/labels.toml) and their rendered page stay in step."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RENDER = REPO / "scripts" / "render_calibration_labels.py"
+
+
+def test_labels_md_is_rendered_from_labels_toml():
+    r = subprocess.run([sys.executable, str(RENDER), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_label_file_covers_the_groups_issue_11_asks_for():
+    sys.path.insert(0, str(RENDER.parent))
+    try:
+        from render_calibration_labels import load
+    finally:
+        sys.path.pop(0)
+    repos = load()["repo"]
+    groups = [r["group"] for r in repos]
+    assert len(repos) >= 30
+    assert groups.count("already-neuron-xla") >= 4
+    assert groups.count("cuda-only-program") >= 2
+    assert {"mainstream-trainer", "fine-tuning", "research-optional-kernels", "kernel-collection"} <= set(groups)
+    assert all(len(r["rationale"].split(". ")) >= 2 for r in repos)
+    assert all(r.get("sha256") for r in repos if r["source"].startswith(("pypi:", "debian:")))
