@@ -22,7 +22,7 @@ from .baseline import ReportDiff, diff_reports
 from .engine import ScanOutcome
 from .gate import diff_fail_reasons, fail_reasons
 from .github import GitHubClient, GitHubError, Outcome, parse_time, upsert_comment
-from .model import Report
+from .model import Diagnostic, Report
 from .render import markdown, sarif
 
 
@@ -138,6 +138,21 @@ def scan_base(repo_root: Path, commit: str, rel_path: str, scan: Callable[[Path]
         git("worktree", "prune", cwd=repo_root, check=False)
 
 
+def lost_files(repo_root: Path, commit: str, rel_path: str, base: Report, head: Report) -> list[Diagnostic]:
+    """Head diagnostics for files the base had and analysed: a change that makes a file unreadable
+    (a huge line, a syntax error) must not pass as "adds 0 findings"."""
+    in_base = {d.path for d in base.diagnostics}
+    prefix = "" if rel_path in (".", "") else rel_path.rstrip("/") + "/"
+    return [d for d in head.diagnostics
+            if d.kind != "symlink" and d.path not in in_base
+            and _in_commit(repo_root, commit, prefix + d.path)]
+
+
+def _in_commit(repo_root: Path, commit: str, path: str) -> bool:
+    p = subprocess.run(["git", "cat-file", "-e", f"{commit}:{path}"], cwd=repo_root, capture_output=True)
+    return p.returncode == 0
+
+
 def write_outputs(path: str, values: dict[str, object]) -> None:
     if not path:
         return
@@ -167,11 +182,20 @@ def run_action(inputs: ActionInputs, scan: Callable[[Path], ScanOutcome]) -> Act
     head_outcome = scan(scan_dir)
     head = head_outcome.report
     base_ref = inputs.base_ref or pr.base_sha
-    diff = None
+    diff, lost = None, []
     if base_ref:
-        diff = diff_reports(scan_base(repo_root, ensure_commit(base_ref, repo_root), rel_path, scan), head)
-    body = markdown.render_diff(diff) if diff is not None else markdown.render(head)
+        commit = ensure_commit(base_ref, repo_root)
+        base = scan_base(repo_root, commit, rel_path, scan)
+        diff = diff_reports(base, head)
+        lost = lost_files(repo_root, commit, rel_path, base, head)
+        unknown = {d.path for d in lost}  # their findings are not known to be gone: not "removed"
+        kept = [i for i, f in enumerate(diff.fixed) if f.path not in unknown]
+        diff.fixed = [diff.fixed[i] for i in kept]
+        diff.fixed_fingerprints = [diff.fixed_fingerprints[i] for i in kept]
+    body = markdown.render_diff(diff, lost) if diff is not None else markdown.render(head)
     reasons = diff_fail_reasons(diff, inputs.fail_on) if diff is not None else fail_reasons(head, inputs.fail_on)
+    if lost and inputs.fail_on:
+        reasons.append(f"{len(lost)} file(s) analysed in the base could not be analysed after this change")
 
     notes: list[str] = []
     if inputs.sarif:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -75,15 +76,32 @@ def baseline_text(report: Report) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+def _finite(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text} is not a finite number")
+    return x
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _read_json(path: Path | str) -> dict[str, Any]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as e:
         raise ReportFileError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ReportFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise ReportFileError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from None
+    except ValueError as e:
+        raise ReportFileError(f"{path}: not valid JSON: {e}") from None
+    except RecursionError:
+        raise ReportFileError(f"{path}: not valid JSON: nested too deeply") from None
     if not isinstance(doc, dict):
         raise ReportFileError(f"{path}: expected a JSON object")
     return doc
@@ -172,11 +190,11 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
             root=str(doc.get("root", ".")),
             files_scanned=int(summary.get("files_scanned", 0)),
             files_analysed=None if summary.get("files_analysed") is None else int(summary["files_analysed"]),
-            findings=[Finding.from_dict(f) for f in doc["findings"]],
+            findings=_check_texts([Finding.from_dict(f) for f in doc["findings"]], source),
             diagnostics=[Diagnostic(d["path"], d["kind"], d.get("message", ""), d.get("line")) for d in doc.get("diagnostics", [])],
             tasks=tasks,
             estimate=estimate,
-            off_path=[Finding.from_dict(f) for f in doc.get("off_path", [])],
+            off_path=_check_texts([Finding.from_dict(f) for f in doc.get("off_path", [])], source),
             suppressed=int(summary.get("suppressed", 0)),
             extra={k: v for k, v in doc.items() if k not in _TOP_LEVEL},
         )
@@ -189,6 +207,15 @@ def report_from_dict(doc: dict[str, Any], source: Path | str = "report") -> Repo
         raise ReportFileError(f"{source}: not a neuron-ready JSON report (missing {e.args[0]!r})") from None
     except (TypeError, ValueError, AttributeError) as e:
         raise ReportFileError(f"{source}: not a neuron-ready JSON report ({e})") from None
+
+
+def _check_texts(findings: list[Finding], source: Path | str) -> list[Finding]:
+    """What fingerprints and renderers read as text must be text (a baseline is a file anyone may write)."""
+    for f in findings:
+        for name in ("rule", "category", "path", "message", "remedy", "symbol", "snippet", "scope"):
+            if not isinstance(getattr(f, name), str):
+                raise ReportFileError(f"{source}: not a neuron-ready JSON report (finding {name} is not a string)")
+    return findings
 
 
 _TASK_KEYS = {"id", "title", "category", "kind", "person_days", "fallback", "rules", "findings", "remedy"}

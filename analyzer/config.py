@@ -11,6 +11,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,9 @@ class Settings:
     entries: list[str] = field(default_factory=list)
     include_opt_in: list[str] = field(default_factory=list)  # opt-in features costed with the must-port part ("all")
     jobs: int = 0  # 0 = all cores
+    # `jobs` came from the scanned tree's config: 1 then still scans in a worker (timeout, crash
+    # isolation); only --jobs 1 or NEURON_READY_JOBS=1, the user's own choice, scan in-process
+    jobs_from_config: bool = False
     cache: bool = True
     cache_dir: Path | None = None
     workload: dict[str, Any] = field(default_factory=dict)
@@ -120,7 +124,7 @@ def find_config(start: Path) -> Path | None:
                 if name != "pyproject.toml":
                     return p
                 try:
-                    if re.search(r"^\s*\[\s*tool\s*\.\s*[\"']?neuron-ready", p.read_text(encoding="utf-8", errors="replace"), re.M):
+                    if re.search(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*[\"']?neuron-ready", p.read_text(encoding="utf-8", errors="replace"), re.M):
                         return p
                 except OSError:
                     pass
@@ -265,7 +269,7 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
         j = t["jobs"]
         if not isinstance(j, int) or isinstance(j, bool) or j < 0:
             raise raw.error("jobs: expected a whole number (0 = all cores)", "jobs")
-        settings.jobs = j
+        settings.jobs, settings.jobs_from_config = j, True
     if "cache" in t:
         if not isinstance(t["cache"], bool):
             raise raw.error("cache: expected true or false", "cache")
@@ -273,7 +277,7 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
     if "cache-dir" in t:
         if not isinstance(t["cache-dir"], str):
             raise raw.error("cache-dir: expected a path", "cache-dir")
-        settings.cache_dir = base / t["cache-dir"]
+        settings.cache_dir = _config_cache_dir(raw, base / os.path.expanduser(t["cache-dir"]), settings.root)
     if "workload" in t:
         w = t["workload"]
         if not isinstance(w, dict):
@@ -299,6 +303,11 @@ def workload_error(settings: Settings, error: ConfigError) -> ConfigError:
     return raw.error(f"workload: {error}", None, "workload")
 
 
+# Far beyond any real price, hour count or fleet, and far enough from float limits that every cost
+# and break-even computed from them stays finite.
+WORKLOAD_MIN, WORKLOAD_MAX = 1e-6, 1e9
+
+
 def workload_problem(key: str, value: Any) -> str | None:
     """Why a [tool.neuron-ready.workload] value cannot be used, or None."""
     if key in _WORKLOAD_NAMES:
@@ -314,6 +323,8 @@ def number_problem(value: Any, *, integer: bool = False, positive: bool = True, 
     """Why `value` is not a usable workload number, or None: one rule for config values and flags."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return f"expected a number, got {value!r}"
+    if abs(value) > WORKLOAD_MAX or 0 < abs(value) < WORKLOAD_MIN:  # 1e308 made costs inf and savings nan
+        return f"must be between {WORKLOAD_MIN:g} and {WORKLOAD_MAX:g}, got {value!r}"
     if integer and (value != int(value) or value < 1):
         return f"expected a whole number >= 1, got {value!r}"
     if positive and value <= 0:
@@ -321,6 +332,35 @@ def number_problem(value: Any, *, integer: bool = False, positive: bool = True, 
     if minimum is not None and value < minimum:
         return f"must be at least {minimum:g}, got {value!r}"
     return None
+
+
+def user_cache_home() -> Path:
+    """$XDG_CACHE_HOME, else ~/.cache: where a configuration file may put neuron-ready's cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg)
+    try:
+        return Path.home() / ".cache"
+    except RuntimeError:  # no home directory
+        return Path(tempfile.gettempdir())
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _config_cache_dir(raw: RawConfig, wanted: Path, root: Path) -> Path:
+    """A configuration file travels with the tree it configures, so it may not aim the cache (files
+    we write, and read back as results) anywhere else than the user's cache directory, and never
+    into the scanned tree. --cache-dir and NEURON_READY_CACHE_DIR may name any folder."""
+    real = os.path.realpath(wanted)
+    if os.environ.get("NEURON_READY_CACHE_DIR"):
+        return Path(real)  # the environment's choice wins (load_settings); this one is never used
+    home = os.path.realpath(user_cache_home())
+    if not _inside(real, home) or _inside(real, os.path.realpath(root)) or _inside(real, os.path.realpath(raw.path.parent)):
+        raise raw.error(f"cache-dir: a configuration file may only choose a folder inside {home}, outside the "
+                        "scanned tree (use --cache-dir or NEURON_READY_CACHE_DIR for another place)", "cache-dir")
+    return Path(real)
 
 
 def load_settings(root: Path, config: Path | None = None, isolated: bool = False) -> Settings:
@@ -333,7 +373,7 @@ def load_settings(root: Path, config: Path | None = None, isolated: bool = False
         apply_config(settings, read_config(path))
     env_jobs = os.environ.get("NEURON_READY_JOBS")
     if env_jobs and env_jobs.isdigit():
-        settings.jobs = int(env_jobs)
+        settings.jobs, settings.jobs_from_config = int(env_jobs), False
     env_cache = os.environ.get("NEURON_READY_CACHE_DIR")
     if env_cache:
         settings.cache_dir = Path(env_cache)

@@ -3,12 +3,18 @@
 Symbolic links are never followed: one pointing inside the tree is skipped (its target is scanned
 where it lives), one pointing outside, a broken one and a loop each become a diagnostic. The walk
 is sorted, so the job list never depends on directory order.
+
+In a git work tree, a .gitignore never hides a file git tracks (`git ls-files`): a committed
+`.gitignore` of `*` must not make a pull request's code vanish from the scan. Anything that is not
+a regular file (a FIFO, a socket, a device) is skipped with a diagnostic, never opened.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -74,12 +80,14 @@ class _Ignores:
 
     def __init__(self, root: str, use_gitignore: bool, excludes: list[str]) -> None:
         self.use_gitignore = use_gitignore
+        self.tracked, self.tracked_dirs = _tracked(root) if use_gitignore else (set(), set())
         self.specs: dict[str, pathspec.GitIgnoreSpec] = {}
+        self.diagnostics: list[Diagnostic] = []  # bad patterns in the tree's ignore files
         self.exclude = pathspec.GitIgnoreSpec.from_lines(list(DEFAULT_EXCLUDES) + list(excludes))
         if use_gitignore:
             info = os.path.join(root, ".git", "info", "exclude")
             lines = _read_lines(info)
-            self.root_extra = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self.root_extra = self._spec(lines, ".git/info/exclude") if lines else None
         else:
             self.root_extra = None
 
@@ -88,13 +96,29 @@ class _Ignores:
             return
         lines = _read_lines(os.path.join(dir_abs, ".gitignore"))
         if lines:
-            self.specs[dir_rel] = pathspec.GitIgnoreSpec.from_lines(lines)
+            self.specs[dir_rel] = self._spec(lines, f"{dir_rel}/.gitignore" if dir_rel else ".gitignore")
+
+    def _spec(self, lines: list[str], rel: str) -> pathspec.GitIgnoreSpec:
+        """Like git, skip a pattern it cannot read (a lone backslash), and say so."""
+        try:
+            return pathspec.GitIgnoreSpec.from_lines(lines)
+        except ValueError:
+            pass
+        good = []
+        for n, line in enumerate(lines, 1):
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except ValueError as e:  # pathspec: GitIgnorePatternError
+                self.diagnostics.append(Diagnostic(rel, "unreadable", f"invalid pattern, ignored: {e}", n))
+                continue
+            good.append(line)
+        return pathspec.GitIgnoreSpec.from_lines(good)
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         probe = rel + "/" if is_dir else rel
         if self.exclude.match_file(probe):
             return True
-        if not self.use_gitignore:
+        if not self.use_gitignore or rel in (self.tracked_dirs if is_dir else self.tracked):
             return False
         parts = rel.split("/")
         for depth in range(len(parts) - 1, -1, -1):
@@ -109,6 +133,21 @@ class _Ignores:
         if self.root_extra is not None:
             return bool(self.root_extra.match_file(probe))
         return False
+
+
+def _tracked(root: str) -> tuple[set[str], set[str]]:
+    """Files git tracks under `root` (relative to it) and their folders; empty outside a work tree."""
+    try:
+        # core.fsmonitor=false: a tree from elsewhere may carry a .git/config that runs a command
+        p = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", root, "ls-files", "-z", "--cached"],
+                           capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return set(), set()
+    if p.returncode != 0:
+        return set(), set()
+    files = {f for f in p.stdout.decode("utf-8", "surrogateescape").split("\0") if f}
+    dirs = {f[:i] for f in files for i in range(len(f)) if f[i] == "/"}
+    return files, dirs
 
 
 def _read_lines(path: str) -> list[str]:
@@ -131,6 +170,19 @@ def _symlink_diagnostic(abs_path: str, rel: str, root_real: str) -> Diagnostic |
     if target != root_real and not target.startswith(root_real + os.sep):
         return Diagnostic(rel, "symlink", "symbolic link to outside the scanned tree; not followed")
     return None  # inside the tree: its target is scanned where it lives
+
+
+def _regular(path: str, rel: str, diagnostics: list[Diagnostic]) -> bool:
+    """Only regular files are read: opening a FIFO named `x.py` would wait forever."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        diagnostics.append(Diagnostic(rel, "unreadable", f"cannot stat: {e.strerror or e}"))
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    diagnostics.append(Diagnostic(rel, "unreadable", "not a regular file (a FIFO, socket or device); skipped"))
+    return False
 
 
 def discover(root: Path, excludes: list[str] = (), use_gitignore: bool = True) -> Discovery:
@@ -174,11 +226,12 @@ def discover(root: Path, excludes: list[str] = (), use_gitignore: bool = True) -
             kind = file_kind(rel)
             if kind is None or ignores.ignored(rel, False):
                 continue
-            if not _wanted(entry.path, rel, kind):
+            if not _regular(entry.path, rel, out.diagnostics) or not _wanted(entry.path, rel, kind):
                 continue
             out.jobs.append(FileJob(entry.path, rel, kind))
         stack.extend(reversed(subdirs))
     out.jobs.sort(key=lambda j: j.rel)
+    out.diagnostics += ignores.diagnostics
     return out
 
 
@@ -201,10 +254,15 @@ def explicit_files(root: Path, files: list[Path], excludes: list[str] = ()) -> D
         kind = file_kind(rel)
         if kind is None or ignores.ignored(rel, False):
             continue
-        if not abs_f.exists():
+        if not abs_f.exists() and not abs_f.is_symlink():
             out.diagnostics.append(Diagnostic(rel, "unreadable", "no such file"))
             continue
-        if not _wanted(str(abs_f), rel, kind):
+        if abs_f.is_symlink():  # named on the command line: still never followed out of the tree
+            d = _symlink_diagnostic(str(abs_f), rel, os.path.realpath(root_abs))
+            if d is not None:
+                out.diagnostics.append(d)
+                continue
+        if not _regular(str(abs_f), rel, out.diagnostics) or not _wanted(str(abs_f), rel, kind):
             continue
         out.jobs.append(FileJob(str(abs_f), rel, kind))
     out.jobs.sort(key=lambda j: j.rel)

@@ -125,8 +125,9 @@ class ScanStats:
 
 
 def worker_count(settings: Settings) -> int:
-    """0 = scan in this process (--jobs 1, unless NEURON_READY_ISOLATE=1); else supervised workers."""
-    if settings.jobs == 1 and os.environ.get(ENV_ISOLATE) != "1":
+    """0 = scan in this process (--jobs 1, unless NEURON_READY_ISOLATE=1 or the 1 came from the
+    scanned tree's configuration); else supervised workers."""
+    if settings.jobs == 1 and not settings.jobs_from_config and os.environ.get(ENV_ISOLATE) != "1":
         return 0
     if settings.jobs >= 1:
         return settings.jobs
@@ -274,6 +275,7 @@ def run_scan(settings: Settings, catalog: Catalog | None = None,
     report = build_report(settings, catalog, found, results)
     report.warnings = suppression_warnings(settings, results)
     stats.warnings.extend(report.warnings)
-    if reports is not None and key is not None and not stats.uncached:
+    # a training-path analysis that ran out of time may not next time: not a result to keep
+    if reports is not None and key is not None and not stats.uncached and not report.extra["reach"].get("timed_out"):
         reports.put(key, report, time.time_ns())
     return ScanOutcome(report, results, catalog, stats)

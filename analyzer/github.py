@@ -2,10 +2,13 @@
 
 Behaviour follows Infracost's `update` mode: the body starts with a hidden marker naming the tool
 (and a tag, so several jobs can keep one comment each) and a valid-at time (the commit the run
-scanned). The newest comment carrying the marker is edited in place; it is left alone when its
+scanned). Only comments written by the token's own identity count (`GET /user`; the default
+Actions token cannot read it and writes as github-actions[bot]), so a marker pasted by someone
+else is ignored. The newest such comment carrying the marker is edited in place; it is left alone when its
 body is byte-identical, or when it is valid at a later time (a newer run finished first). No
 comment is ever deleted. A 403 that is not a rate limit means the token may not write (a fork's
-read-only token): that is an outcome, not an error. 5xx answers, 429 and rate-limit 403s are
+read-only token): that is an outcome, not an error. The token is only ever sent to the API host:
+never after a redirect to another host, nor to a `Link` URL that points elsewhere. 5xx answers, 429 and rate-limit 403s are
 retried a bounded number of times, waiting as GitHub asks (Retry-After, x-ratelimit-reset).
 """
 
@@ -15,6 +18,7 @@ import json
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,10 +31,15 @@ API_VERSION = "2022-11-28"
 MAX_PAGES = 50  # 5,000 comments: far beyond any pull request we should be reading
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 _VALID_AT = re.compile(r"<!-- neuron-ready-valid-at: (\S+) -->")
+ACTIONS_BOT = "github-actions[bot]"  # who the default GITHUB_TOKEN writes as
 
 
 class GitHubError(Exception):
     """The API answered with an error we cannot work around, or never answered: one line."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Forbidden(GitHubError):
@@ -48,6 +57,25 @@ def _header(headers: Any, name: str) -> str | None:
     return headers.get(name) if headers is not None else None
 
 
+def _origin(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect, but never carry the token to another host (urllib would)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            new.headers.pop("Authorization", None)
+            new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameHostRedirects)
+
+
 class GitHubClient:
     def __init__(self, token: str, api_url: str | None = None, *, max_attempts: int = 5, max_wait: float = 60.0,
                  timeout: float = 30.0, sleep: Callable[[float], None] = time.sleep,
@@ -61,7 +89,12 @@ class GitHubClient:
         self.clock = clock
 
     def _url(self, path_or_url: str) -> str:
-        return path_or_url if "://" in path_or_url else f"{self.api_url}{path_or_url}"
+        if "://" not in path_or_url:
+            return f"{self.api_url}{path_or_url}"
+        if _origin(path_or_url) != _origin(self.api_url):  # e.g. a Link header naming another host
+            raise GitHubError(f"refusing to send the token to {_origin(path_or_url)[1] or path_or_url!r}, "
+                              f"which is not the API host {_origin(self.api_url)[1]}")
+        return path_or_url
 
     def _wait_for(self, status: int, headers: Any, body: str, attempt: int) -> float | None:
         """Seconds to wait before retrying, or None when this answer is not worth retrying."""
@@ -94,7 +127,7 @@ class GitHubClient:
                 **({"Content-Type": "application/json"} if data is not None else {}),
             })
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with _OPENER.open(req, timeout=self.timeout) as resp:
                     raw = resp.read().decode("utf-8") or "null"
                     return Response(resp.status, {k.lower(): v for k, v in resp.headers.items()}, json.loads(raw))
             except urllib.error.HTTPError as e:
@@ -103,8 +136,8 @@ class GitHubClient:
                 last = f"{e.code} {_message(body) or e.reason}"
                 if wait is None:
                     if e.code == 403:
-                        raise Forbidden(f"{method} {url}: {last}") from None
-                    raise GitHubError(f"{method} {url}: {last}") from None
+                        raise Forbidden(f"{method} {url}: {last}", e.code) from None
+                    raise GitHubError(f"{method} {url}: {last}", e.code) from None
             except (urllib.error.URLError, OSError, json.JSONDecodeError) as e:
                 reason = getattr(e, "reason", e)
                 last = f"{type(e).__name__}: {reason}"
@@ -115,6 +148,21 @@ class GitHubClient:
                 raise GitHubError(f"{method} {url}: {last}; GitHub asks to wait {wait:.0f} s, more than {self.max_wait:.0f} s")
             self.sleep(wait)
         raise GitHubError(f"{method} {url}: {last} (gave up after {self.max_attempts} attempts)")
+
+    def login(self) -> str:
+        """Who this token writes as. The default Actions token may not read /user (403)."""
+        try:
+            data = self.request("GET", "/user").data
+        except Forbidden:
+            return ACTIONS_BOT
+        except GitHubError as e:
+            if e.status == 404:
+                return ACTIONS_BOT
+            raise
+        login = data.get("login") if isinstance(data, dict) else None
+        if not isinstance(login, str) or not login:
+            raise GitHubError("GET /user: no login in the answer")
+        return login
 
     def paginate(self, path: str) -> list[Any]:
         items: list[Any] = []
@@ -166,8 +214,18 @@ def comment_body(body: str, tag: str, valid_at: datetime | None) -> str:
 
 
 def valid_at_of(body: str) -> datetime | None:
-    m = _VALID_AT.search(body)
+    """The valid-at time in our header (the line after the marker); text further down is content."""
+    lines = body.split("\n", 2)
+    m = _VALID_AT.fullmatch(lines[1]) if len(lines) > 1 else None
     return parse_time(m.group(1)) if m else None
+
+
+def is_ours(comment: Any, tag: str, login: str) -> bool:
+    """A comment this identity wrote, starting with this tag's marker."""
+    if not isinstance(comment, dict) or not isinstance(comment.get("body"), str):
+        return False
+    user = comment.get("user") if isinstance(comment.get("user"), dict) else {}
+    return user.get("login") == login and comment["body"].startswith(marker(tag) + "\n")
 
 
 @dataclass
@@ -183,8 +241,9 @@ def upsert_comment(client: GitHubClient, repo: str, number: int, body: str, tag:
     """Create or update this tool's one comment on pull request (or issue) `number`."""
     full = comment_body(body, tag, valid_at)
     try:
+        me = client.login()
         comments = client.paginate(f"/repos/{repo}/issues/{number}/comments?per_page=100")
-        mine = [c for c in comments if isinstance(c, dict) and marker(tag) in (c.get("body") or "")]
+        mine = [c for c in comments if is_ours(c, tag, me)]
         if not mine:
             c = client.request("POST", f"/repos/{repo}/issues/{number}/comments", {"body": full}).data
             return Outcome("created", f"created comment {c.get('html_url', c.get('id'))}", c.get("html_url", ""), c.get("id"))

@@ -24,6 +24,7 @@ import fnmatch
 import os
 import posixpath
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 EXCLUDED_DIRS = frozenset({
     "test", "tests", "testing", "unittests", "benchmark", "benchmarks", "bench", "example", "examples", "doc", "docs",
 })
+_MAX_META_SIZE = 2 * 1024 * 1024  # packaging files read in the main process
 _TEST_FILE = re.compile(r"^(test_\w*\.py|\w+_test\.py|conftest\.py)$")
 VENDOR_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor", "vendored", "external", "extern"})
 # Native libraries projects copy into their tree rather than port (their users port their own kernels).
@@ -171,12 +173,22 @@ def vendored_projects(root: Path, rels: list[str]) -> dict[str, str]:
     return out
 
 
-def _gitmodules(root: Path) -> set[str]:
+def _tree_text(path: Path) -> str | None:
+    """A small regular file of the scanned tree, read here in the main process (no worker timeout
+    guards it): a FIFO would block forever and a huge file would stall the scan, so neither is read."""
     try:
-        text = (root / ".gitmodules").read_text(encoding="utf-8", errors="replace")
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_META_SIZE:
+            return None
+        with open(path, "rb") as fh:
+            return fh.read(_MAX_META_SIZE).decode("utf-8", errors="replace")
     except OSError:
-        return set()
-    return {m.strip().strip("/") for m in re.findall(r"^\s*path\s*=\s*(.+)$", text, re.M)}
+        return None
+
+
+def _gitmodules(root: Path) -> set[str]:
+    text = _tree_text(root / ".gitmodules") or ""
+    return {m.strip().strip("/") for m in re.findall(r"^[ \t]*path[ \t]*=[ \t]*(.+)$", text, re.M)}
 
 
 # ------------------------------------------------------------------------------------------ modules
@@ -229,18 +241,41 @@ def _closest(importer: str, rels: list[str]) -> list[str]:
 # ------------------------------------------------------------------------------------------ builds
 
 
-def path_regex(pattern: str) -> re.Pattern:
+def _segment_matches(pattern: str, name: str) -> bool:
+    """fnmatch's `*` and `?` within one path segment, everything else literal. Greedy with one saved
+    star, so time is at most len(pattern) * len(name): a regex for `*a*a*a...b` backtracks
+    exponentially, and the pattern comes from the scanned repository."""
+    p = n = 0
+    star, mark = -1, 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark = p, n
+            p += 1
+        elif p < len(pattern) and pattern[p] in ("?", name[n]):
+            p += 1
+            n += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            n = mark
+        else:
+            return False
+    return pattern[p:].strip("*") == ""
+
+
+def glob_matches(pattern: str, path: str) -> bool:
     """A glob over `/`-separated paths: `*` and `?` stay within a folder, `**` spans folders."""
-    segs = pattern.split("/")
-    rx = ""
+    segs, parts = pattern.split("/"), path.split("/")
+    states = {0}  # how many path segments the pattern so far can have consumed
     for i, seg in enumerate(segs):
-        last = i == len(segs) - 1
+        if seg == ANY and i == len(segs) - 1:
+            return any(k < len(parts) for k in states)  # the rest of the path, whatever it is
         if seg == ANY:
-            rx += ".*" if last else "(?:[^/]+/)*"
-            continue
-        rx += "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in seg)
-        rx += "" if last else "/"
-    return re.compile(f"^{rx}$")
+            states = {k for low in states for k in range(low, len(parts))}
+        else:
+            states = {k + 1 for k in states if k < len(parts) and _segment_matches(seg, parts[k])}
+        if not states:
+            return False
+    return len(parts) in states
 
 
 def _match_sources(patterns: list[str], anchors: list[str], native: list[str], vendored: dict[str, str]) -> set[str]:
@@ -250,10 +285,9 @@ def _match_sources(patterns: list[str], anchors: list[str], native: list[str], v
             pat = normalise(f"{anchor}/{raw}" if anchor else raw)
             if not pat:
                 continue
-            rx = path_regex(pat)
             # A build we cannot read (`**`) compiles its project's sources, not vendored ones.
             pool = native if normalise(raw) != ANY else [r for r in native if r not in vendored]
-            found = {r for r in pool if rx.match(r)}
+            found = {r for r in pool if glob_matches(pat, r)}
             if found:
                 hits |= found
                 break
@@ -331,24 +365,22 @@ def console_scripts(root: Path) -> list[tuple[str, str]]:
     """(module, function) of every console script the project declares."""
     mods: list[tuple[str, str]] = []
     try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        data = tomllib.loads(_tree_text(root / "pyproject.toml") or "")
         for target in (data.get("project", {}).get("scripts", {}) or {}).values():
             if isinstance(target, str):
                 mod, _, func = target.partition(":")
                 mods.append((mod.strip(), func.strip()))
-    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+    except (tomllib.TOMLDecodeError, AttributeError, RecursionError):
         pass
-    cfg = configparser.ConfigParser()
+    cfg = configparser.ConfigParser(interpolation=None)
     try:
-        cfg.read(root / "setup.cfg", encoding="utf-8")
+        cfg.read_string(_tree_text(root / "setup.cfg") or "")
         text = cfg.get("options.entry_points", "console_scripts", fallback="")
-    except (configparser.Error, UnicodeDecodeError):
+    except configparser.Error:
         text = ""
-    try:
-        text += "\n" + (root / "setup.py").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        pass
-    mods += re.findall(r"[\w.-]+\s*=\s*([A-Za-z_][\w.]*)\s*:\s*([\w.]+)", text)
+    text += "\n" + (_tree_text(root / "setup.py") or "")
+    # a name starts only where a word starts, so a long word is tried once (no quadratic rescans)
+    mods += re.findall(r"(?<![\w.-])[\w.-]+[ \t]*=[ \t]*([A-Za-z_][\w.]*)[ \t]*:[ \t]*([\w.]+)", text)
     return mods
 
 

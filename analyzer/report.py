@@ -13,8 +13,9 @@ from .discover import Discovery
 from . import context as context_mod
 from .effort import estimate, reference_stems
 from .model import Diagnostic, Finding, Part, Report
-from .reach import FileInfo, analyse
+from .reach import FileInfo, Reach, analyse
 from .sources import FileResult
+from .timebound import ENV_REACH_TIMEOUT, TimeBoundExceeded, reach_timeout, time_bound
 
 
 CODE_KINDS = ("python", "notebook", "native", "cmake", "trace")
@@ -67,13 +68,25 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         found.diagnostics + [d for r in results for d in r.diagnostics], key=Diagnostic.sort_key
     )
     infos = [FileInfo(r.rel, r.kind, r.facts) for r in results]
-    reach = analyse(Path(settings.root), infos, settings.entries, explicit_files=settings.files is not None)
-    for f in findings:
-        why = reach.reason(f.path, f.line)
-        f.on_path = not why
-        if why:
-            f.details["off_path_reason"] = why
-    ctx = context_mod.analyse(infos, reach, findings)
+    budget, timed_out = reach_timeout(), False
+    try:
+        with time_bound(budget):
+            reach = analyse(Path(settings.root), infos, settings.entries, explicit_files=settings.files is not None)
+            for f in findings:
+                why = reach.reason(f.path, f.line)
+                f.on_path = not why
+                if why:
+                    f.details["off_path_reason"] = why
+            ctx = context_mod.analyse(infos, reach, findings)
+    except TimeBoundExceeded:
+        # whatever made it slow, the scan ends: every file then counts as on the path (more work, not less)
+        reach, timed_out, ctx = Reach(mode="library"), True, context_mod.Context()
+        for f in findings:
+            f.on_path, f.context, f.gate = True, "step", None
+            for key in ("off_path_reason", "context_reason", "feature", "reached_via"):
+                f.details.pop(key, None)
+        diagnostics.append(Diagnostic(".", "too-complex", f"the training-path analysis took longer than {budget:g} s "
+                                      f"(${ENV_REACH_TIMEOUT}); every file is counted as on the training path"))
     include = set(settings.include_opt_in)
     on_path: list[Finding] = []
     off_path: list[Finding] = []
@@ -114,7 +127,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references, settings.target, compiled)
     if include:
         report.extra["included_opt_in"] = sorted(included)
-    report.extra["reach"] = reach.to_dict()
+    report.extra["reach"] = reach.to_dict() | ({"timed_out": True} if timed_out else {})
     if ctx.function_level:
         report.extra["reach"]["function_level"] = True
         report.extra["reach"]["compiled"] = ctx.compiled

@@ -38,8 +38,12 @@ class Logged:
 class FakeGitHub:
     """State and behaviour; `url` is the API base to give the client (like GITHUB_API_URL)."""
 
-    def __init__(self, tokens: dict[str, str] | None = None, page_size: int = 30) -> None:
-        self.tokens = tokens if tokens is not None else {"write-token": "write", "read-token": "read"}
+    def __init__(self, tokens: dict[str, str] | None = None, page_size: int = 30,
+                 users: dict[str, str] | None = None) -> None:
+        self.tokens = tokens if tokens is not None else {"write-token": "write", "read-token": "read", "pat-token": "write"}
+        # token -> login for GET /user; the others act like the Actions token: 403, and they write
+        # as github-actions[bot]
+        self.users = users if users is not None else {"pat-token": "release-bot"}
         self.page_size = page_size  # the server's cap on per_page, so pagination is exercised
         self.comments: dict[tuple[str, int], list[dict]] = {}
         self.failures: list[Failure] = []
@@ -138,6 +142,10 @@ class FakeGitHub:
                 return 401, {"message": "Bad credentials"}, {}
             if "application/vnd.github+json" not in accept:
                 return 415, {"message": "Unsupported Accept header"}, {}
+            if path == "/user" and method == "GET":
+                if token in self.users:
+                    return 200, {"login": self.users[token], "type": "User"}, {}
+                return 403, {"message": "Resource not accessible by integration"}, {}
             m = LIST.match(path)
             if m and method == "GET":
                 return self._list(m.group(1), int(m.group(2)), query)
@@ -148,7 +156,8 @@ class FakeGitHub:
                     return 422, {"message": "Invalid request: body is required"}, {}
                 if len(payload["body"]) > 65536:
                     return 422, {"message": "Body is too long (maximum is 65536 characters)"}, {}
-                return 201, self._create(m.group(1), int(m.group(2)), payload["body"], "github-actions[bot]"), {}
+                login = self.users.get(token, "github-actions[bot]")
+                return 201, self._create(m.group(1), int(m.group(2)), payload["body"], login), {}
             m = ONE.match(path)
             if m and method == "PATCH":
                 for comments in self.comments.values():

@@ -16,7 +16,6 @@ from conftest import REPO
 from github_server import FakeGitHub, Failure
 from neuron_ready.github import marker
 
-NEURON_READY = str(Path(sys.executable).parent / "neuron-ready")
 OWNER_REPO = "acme/trainer"
 
 BASE_TRAIN = """\
@@ -78,7 +77,7 @@ def run(repo: Path, tmp_path: Path, gh: FakeGitHub, event: Path, token: str = "w
     env = {"GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": OWNER_REPO, "GITHUB_API_URL": gh.url,
            "GITHUB_STEP_SUMMARY": str(summary), "NEURON_READY_CACHE_DIR": str(tmp_path / "cache")}
     return run_action(REPO, inputs, workspace=repo, runner_temp=temp, github={"token": token}, env=env,
-                      skip={"install": {"bin": NEURON_READY}})
+                      skip={"install": {"python": sys.executable}})
 
 
 def test_pull_request_comment_created_then_updated(pr, tmp_path):
@@ -206,18 +205,102 @@ def test_runner_refuses_expressions_in_scripts(tmp_path):
     assert load_action(REPO / "action.yml")["runs"]["using"] == "composite"
 
 
+def plant_shadows(root: Path, sentinel: Path, modules=("pip", "venv", "ensurepip", "neuron_ready")) -> None:
+    """Packages named like what the action runs with `python -m`: each records that it ran."""
+    for name in modules:
+        (root / name).mkdir(parents=True, exist_ok=True)
+        code = f"open({str(sentinel)!r}, 'a').write({name!r} + '\\n')\n"
+        (root / name / "__init__.py").write_text(code, encoding="utf-8")
+        (root / name / "__main__.py").write_text(code, encoding="utf-8")
+
+
 @pytest.mark.slow
 def test_install_step_installs_the_action_for_real(tmp_path, repo_snapshot):
-    """The install step itself: a venv in RUNNER_TEMP and pip install of the action's directory."""
+    """The install step itself: a venv in RUNNER_TEMP and pip install of the action's directory,
+    in a workspace whose `pip/` and `venv/` packages would run in their place without -I."""
     from actionrunner import run_action as run_steps
 
     temp = tmp_path / "temp"
     temp.mkdir()
-    r = run_steps(repo_snapshot, {}, workspace=tmp_path, runner_temp=temp, github={"token": "t"}, env={},
+    workspace = tmp_path / "workspace"
+    sentinel = tmp_path / "shadows-ran"
+    plant_shadows(workspace, sentinel)
+    r = run_steps(repo_snapshot, {}, workspace=workspace, runner_temp=temp, github={"token": "t"}, env={},
                   skip={"scan": {}}, timeout=900)
     install = r.step("install")
     assert install.code == 0, install.stderr[-2000:]
-    binary = install.outputs["bin"]
-    assert binary == str(temp / "neuron-ready-venv" / "bin" / "neuron-ready")
-    v = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    assert not sentinel.exists(), sentinel.read_text()
+    python = install.outputs["python"]
+    assert python == str(temp / "neuron-ready-venv" / "bin" / "python")
+    v = subprocess.run([python, "-I", "-m", "neuron_ready", "--version"], cwd=workspace, capture_output=True, text=True)
     assert v.returncode == 0 and "neuron-ready, version" in v.stdout
+    assert not sentinel.exists()
+
+
+HOSTILE_NAME = ("a\n::error file=train.py,line=1,title=Injected::PWNED\n\n# Injected heading\n\n<img src=x.png> @octocat"
+                "\n\n<!-- neuron-ready-comment: other -->\n.py")
+
+
+@pytest.fixture
+def hostile_pr(tmp_path):
+    """A pull request written to attack the action: file names with newlines and a lone CR,
+    `pip`/`venv`/`neuron_ready` packages that would run in place of ours, a 2.2 MB line that makes
+    train.py unreadable, and a committed .gitignore that would hide models/ from the scan."""
+    repo = tmp_path / "work"
+    (repo / "models").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "train.py").write_text(BASE_TRAIN, encoding="utf-8")
+    (repo / "models" / "net.py").write_text("import torch\nnet = torch.nn.Linear(2, 2).cuda()\n", encoding="utf-8")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / HOSTILE_NAME).write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
+    (repo / "b\r::warning::CR.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    plant_shadows(repo, tmp_path / "shadows-ran")
+    with open(repo / "train.py", "a", encoding="utf-8") as fh:
+        fh.write("x = '" + "A" * 2_200_000 + "'\n")
+    (repo / "models" / ".gitignore").write_text("*\n", encoding="utf-8")
+    git(repo, "add", "-A", "-f")
+    git(repo, "commit", "-q", "-m", "head", date="2026-01-02T10:00:00Z")
+    return repo, base, git(repo, "rev-parse", "HEAD")
+
+
+def test_a_hostile_pull_request_changes_nothing_it_should_not(hostile_pr, tmp_path):
+    from commonmark import live_markup, to_html
+    from neuron_ready.github import comment_body, parse_time
+
+    repo, base, head = hostile_pr
+    with FakeGitHub() as gh:
+        forged = gh.add_comment(OWNER_REPO, 7, comment_body("all clear", "neuron-ready", parse_time("2099-01-01T00:00:00Z")),
+                                login="mallory")
+        r = run(repo, tmp_path, gh, event_file(tmp_path, base, head), **{"fail-on": "month-plus"})
+        scan = r.step("scan")
+
+        # train.py was analysed in the base and is not now: the step fails and says why
+        assert r.code == 1, scan.stderr
+        assert "1 file(s) analysed in the base could not be analysed after this change" in scan.stderr
+
+        # the log: command processing is stopped around everything that echoes the pull request
+        lines = scan.stdout.splitlines()
+        token = lines[0].removeprefix("::stop-commands::")
+        assert len(token) == 32 and lines[-1] == f"::{token}::"
+        assert [line for line in lines[1:-1] if line.lstrip().startswith(("::", "##["))] == []
+
+        # the comment: a new one of ours; the forged marker is neither edited nor obeyed
+        assert scan.outputs["comment"] == "created" and not gh.calls("PATCH")
+        assert gh.bodies(OWNER_REPO, 7)[0] == forged["body"]
+        body = gh.bodies(OWNER_REPO, 7)[1]
+        summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+        for text in (body, summary):
+            html = to_html(text)
+            assert live_markup(html, ours=2 if text is body else 0) == [], text
+            assert "PWNED" in html and "No longer analysed (1)" in html
+            assert "<code>train.py</code></td>\n<td>too-large</td>" in html
+        # the .gitignore of `*` hid nothing: models/net.py's finding is not "removed"
+        # nor are train.py's findings "removed": they are unknown
+        assert "Removed (" not in body and scan.outputs["fixed-findings"] == "0"
+        assert "`models/net.py:2`" in body
+
+        # nothing from the pull request ran
+        assert not (tmp_path / "shadows-ran").exists()

@@ -87,3 +87,133 @@ def test_deep_nesting_is_a_diagnostic_not_a_crash():
 def test_declared_encoding_is_honoured():
     res = scan_text("# -*- coding: latin-1 -*-\nimport torch\n# caf\xe9\nx.cuda()\n".encode("latin-1"))
     assert res.diagnostics == [] and [f.line for f in res.findings] == [4]
+
+
+# ------------------------------------------------------------------ content that used to exit 3
+
+
+def test_a_gitignore_pattern_git_cannot_read_is_a_diagnostic(tmp_path):
+    (tmp_path / ".gitignore").write_text("*.log\n\\\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    (tmp_path / "debug.log").write_text("x\n", encoding="utf-8")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache")
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert [f["path"] for f in report["findings"]] == ["train.py"]
+    assert [(d["path"], d["line"], d["kind"]) for d in report["diagnostics"]] == [(".gitignore", 2, "unreadable")]
+
+
+@pytest.mark.parametrize("content", [
+    b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000, b'{"schema_version": 1e999}', b"NaN", b"\x00\x00",
+    b'{"schema_version": 1, "summary": {"score": 1, "effort": {"class": "days"}}, "findings": [{"rule": 5, '
+    b'"category": "x", "path": "a.py", "line": 1}]}',
+    b'{"schema_version": 1, "summary": {"score": 1, "effort": {"class": "days"}}, "findings": [{"rule": "NR1", '
+    b'"category": "x", "path": ["a.py"], "line": 1}]}',
+], ids=["not-utf8", "deep", "1e999", "nan", "nulls", "rule-int", "path-list"])
+def test_a_bad_baseline_is_one_line_and_exit_2(tmp_path, content):
+    (tmp_path / "train.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "baseline.json").write_bytes(content)
+    r = run_cli("scan", "train.py", "--baseline", "baseline.json", "--no-cache", cwd=tmp_path)
+    assert r.code == 2, r.err
+    assert r.err.startswith("neuron-ready: error: baseline.json") and len(r.err.strip().splitlines()) == 1
+
+
+def test_output_that_cannot_be_written_keeps_the_old_file_and_exits_2(tmp_path):
+    import resource
+    import signal
+
+    def small_files():  # a disk that is full past 1 KiB
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    (tmp_path / "train.py").write_text("import torch\n" + "x = torch.zeros(1).cuda()\n" * 40, encoding="utf-8")
+    (tmp_path / "report.json").write_text("the old report\n", encoding="utf-8")
+    for flag in ("-o", "--write-baseline"):
+        r = run_cli("scan", ".", "--format", "json", flag, "report.json", "--no-cache", cwd=tmp_path, preexec_fn=small_files)
+        assert r.code == 2 and "cannot write report.json" in r.err, r.err
+        assert (tmp_path / "report.json").read_text(encoding="utf-8") == "the old report\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "train.py"]  # no temporary left
+    with open("/dev/full", "w") as dev_full:
+        import subprocess
+        import sys
+
+        p = subprocess.run([sys.executable, "-m", "neuron_ready", "scan", ".", "--no-cache"], cwd=tmp_path,
+                           stdout=dev_full, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 2 and p.stderr.strip() == "neuron-ready: error: cannot write the output: No space left on device"
+
+
+def test_ctrl_c_exits_130_not_1(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, GITHUB_TOKEN="t")
+    p = subprocess.Popen([sys.executable, "-m", "neuron_ready", "comment", "-", "--repo", "a/b", "--pr", "1"],
+                         cwd=tmp_path, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wchan = f"/proc/{p.pid}/wchan"
+    for _ in range(600):  # until it waits for the body on stdin (imports done, inside the command)
+        if "pipe_read" in open(wchan).read():
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.strip().endswith("neuron-ready: interrupted")
+
+
+def test_packaging_files_read_in_the_main_process_cannot_stop_the_scan(tmp_path):
+    """A non-UTF-8 root pyproject.toml exited 3; a FIFO named setup.py or setup.cfg would block the
+    main process (which reads them for console scripts) forever."""
+    (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "\xff\xfe"\n')
+    (tmp_path / "train.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    os.mkfifo(tmp_path / "setup.py")
+    os.mkfifo(tmp_path / "setup.cfg")
+    os.mkfifo(tmp_path / ".gitmodules")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache", timeout=120)
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert [f["path"] for f in report["findings"]] == ["train.py"]
+    assert {d["path"] for d in report["diagnostics"]} >= {"setup.py"}
+
+
+def test_large_native_and_dependency_files_are_linear(tmp_path):
+    """A 900 KB .cu of unbalanced kernels hit the per-file timeout (brace matching from every
+    kernel); a 1.7 MB pyproject.toml took 46 s (a scan of all lines per dependency), and large
+    requirements and environment files were slow too. With a 30 CPU-second limit per file (it was
+    minutes), each is scanned whole: nothing times out and the line numbers are right."""
+    n = 20_000
+    (tmp_path / "kernels.cu").write_text("__global__ void k(float* x) {\n  x[0] = 1;\n" * n, encoding="utf-8")
+    (tmp_path / "CMakeLists.txt").write_text("add_library(x " + "a." * 300_000 + ")\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'x'\ndependencies = [\n" + "".join(f'  "pkg{i}>=1.0",\n' for i in range(60_000))
+        + '  "cupy-cuda12x",\n]\n', encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text("".join(f"pkg{i}>=1.0\n" for i in range(60_000)) + "cupy-cuda12x\n",
+                                               encoding="utf-8")
+    (tmp_path / "environment.yml").write_text(
+        "dependencies:\n" + "".join(f"  - pkg{i}=1.0\n" for i in range(60_000)) + "  - cudatoolkit=11.8\n",
+        encoding="utf-8")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache", "--max-file-size", "4MiB",
+                env={"NEURON_READY_FILE_TIMEOUT": "30"}, timeout=600)
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert report["diagnostics"] == []
+    found = {(f["path"], f["line"]) for f in report["findings"] + report.get("off_path", [])}
+    assert ("pyproject.toml", 60_004) in found and ("requirements.txt", 60_001) in found
+    assert ("environment.yml", 60_002) in found
+    kernels = [f for f in report["findings"] + report.get("off_path", []) if f["path"] == "kernels.cu"]
+    assert kernels and kernels[0]["kernels"] == n
+
+
+def test_one_too_complex_notebook_cell_hides_nothing_else(tmp_path):
+    """Cell 2 (30,000 `not \\` continuations) crashed libcst and took cells 1 and 3 with it."""
+    def cell(source):
+        return {"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": None}
+
+    nb = {"cells": [cell("import torch\nx = torch.zeros(1).cuda()\n"), cell("y = " + "not \\\n" * 30_000 + "1\n"),
+                    cell("torch.cuda.synchronize()\n")], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "train.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache")
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert [(f["rule"], f["cell"], f["line"]) for f in report["findings"]] == [("NR1001", 1, 2), ("NR1007", 3, 1)]
+    assert [(d["kind"], d["message"][:7]) for d in report["diagnostics"]] == [("too-complex", "cell 2:")]

@@ -216,6 +216,11 @@ def test_breakeven_text_has_the_sensitivity_table(tmp_path):
      "error: --person-days: must be at least 0, got -3.0"),
     (["--person-days", "3", "--gpu-price", "1", "--trainium-price", "1", "--gpu-hours-per-run", "1", "--relative-throughput", "0"],
      "error: --relative-throughput: must be greater than 0"),
+    # 1e308 made the costs inf, the saving nan, and wrote Infinity/NaN into JSON and $nan into text
+    (["--person-days", "3", "--gpu-price", "1", "--trainium-price", "1", "--gpu-hours-per-run", "1e308"],
+     "error: --gpu-hours-per-run: must be between 1e-06 and 1e+09, got 1e+308"),
+    (["--person-days", "3", "--gpu-price", "1", "--trainium-price", "1", "--gpu-hours-per-run", "1",
+      "--relative-throughput", "1e-320"], "error: --relative-throughput: must be between 1e-06 and 1e+09"),
     (["--report", "missing.json", "--gpu-price", "10", "--trainium-price", "5", "--gpu-hours-per-run", "1"], "--report missing.json: cannot read it"),
     (["--report", "bad.json", "--person-days", "3", "--gpu-price", "1", "--trainium-price", "1", "--gpu-hours-per-run", "1"], "not both"),
     (["--report", "bad.json", "--gpu-price", "1", "--trainium-price", "1", "--gpu-hours-per-run", "1"], "not a neuron-ready scan report"),
@@ -224,6 +229,18 @@ def test_breakeven_errors_are_one_line(tmp_path, args, message):
     (tmp_path / "bad.json").write_text('{"summary": {}}')
     r = run_cli("breakeven", *args, cwd=tmp_path)
     assert r.code == 2 and message in r.err and r.err.count("\n") == 1 and "Traceback" not in r.err
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e-6, 1e9), st.floats(1e-6, 1e9), st.integers(1, 1_000_000_000), st.floats(1e-6, 1e9),
+       st.floats(1e-6, 1e9), st.floats(0.0, 1e9))
+def test_every_allowed_workload_gives_finite_numbers(gpu, trn, n, hours, ratio, days):
+    import math
+
+    r = be.compute(workload(gpu_price=gpu, trainium_price=trn, gpu_instances=n, trainium_instances=n,
+                            gpu_hours_per_run=hours, relative_throughput=ratio), days, days)
+    numbers = [v for v in r.values() if isinstance(v, float)]
+    assert numbers and all(math.isfinite(v) for v in numbers), r
 
 
 def test_workload_config_with_flags_overriding(tmp_path):

@@ -95,3 +95,23 @@ def test_extra_catalog_adds_user_rules(tmp_path):
     repo = _repo(tmp_path, '[tool.neuron-ready]\nextra-catalogs = ["team.toml"]\n', "import ourlib\nourlib.pin_gpu()\n")
     r = json.loads(run_cli("scan", str(repo), "--format", "json").out)
     assert [f["rule"] for f in r["findings"]] == ["NR1097"]
+
+
+def test_a_catastrophic_regex_in_a_repository_catalog_costs_one_file(tmp_path):
+    """A repository's own catalog may hold a backtracking regex; with `jobs = 1` in the same
+    configuration it would once have run in-process without a timeout. It runs in a worker, under
+    the per-file limit: that file becomes a diagnostic, the others are scanned."""
+    (tmp_path / "team.toml").write_text(
+        '[[rule]]\nid = "NR1796"\ntitle = "slow"\ncategory = "custom-cuda"\ntargets = ["native"]\n'
+        'confidence = "high"\nevidence = "derived"\neffort = { low = 0.1, likely = 0.2, high = 0.5, per = "occurrence" }\n'
+        'why = "w"\nremedy = "r"\nsource = "https://example.com/wiki"\ninvalid = ["aab\\n"]\n'
+        '[[rule.match]]\nkind = "native"\nfiles = ["*.cu"]\nregex = [\'^(a|aa)+$\']\n'
+    )
+    repo = _repo(tmp_path, '[tool.neuron-ready]\nextra-catalogs = ["team.toml"]\njobs = 1\n',
+                 "import torch\nx = torch.ones(1).cuda()\n")
+    (repo / "slow.cu").write_text("a" * 60 + "b\n")
+    r = run_cli("scan", str(repo), "--format", "json", "--no-cache", env={"NEURON_READY_FILE_TIMEOUT": "3"}, timeout=300)
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert [f["rule"] for f in report["findings"]] == ["NR1001"]
+    assert [(d["path"], d["kind"]) for d in report["diagnostics"]] == [("slow.cu", "too-complex")]

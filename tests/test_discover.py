@@ -109,3 +109,43 @@ def test_order_does_not_depend_on_creation_order(tmp_path):
     for n in reversed(names):
         _touch(b, n)
     assert _rels(discover(a)) == _rels(discover(b)) == sorted(names)
+
+
+def test_a_gitignore_never_hides_a_tracked_file(tmp_path):
+    """A committed models/.gitignore of `*` hid models/net.py from the scan (and from CI)."""
+    import subprocess
+
+    _touch(tmp_path, "train.py")
+    _touch(tmp_path, "models/net.py")
+    _touch(tmp_path, "models/.gitignore", "*\n")
+    _touch(tmp_path, "models/local_scratch.py")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-f", "train.py", "models/net.py", "models/.gitignore"], cwd=tmp_path, check=True)
+    assert _rels(discover(tmp_path)) == ["models/net.py", "train.py"]  # untracked and ignored: still skipped
+    assert _rels(discover(tmp_path / "models")) == ["net.py"]
+
+
+def test_a_fifo_is_a_diagnostic_not_a_hang(tmp_path):
+    from neuron_ready.discover import explicit_files
+
+    _touch(tmp_path, "a.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    found = discover(tmp_path)
+    assert _rels(found) == ["a.py"]
+    assert [(d.path, d.kind) for d in found.diagnostics] == [("pipe.py", "unreadable")]
+    assert "not a regular file" in found.diagnostics[0].message
+    named = explicit_files(tmp_path, [tmp_path / "pipe.py", tmp_path / "a.py"])
+    assert _rels(named) == ["a.py"] and named.diagnostics[0].path == "pipe.py"
+
+
+def test_a_symlink_named_explicitly_is_not_followed_out_of_the_tree(tmp_path):
+    from neuron_ready.discover import explicit_files
+
+    outside = _touch(tmp_path, "outside/secret.py", "import torch\ntorch.cuda.synchronize()\n")
+    root = tmp_path / "repo"
+    _touch(root, "inside.py")
+    (root / "link.py").symlink_to(outside)
+    (root / "alias.py").symlink_to(root / "inside.py")
+    found = explicit_files(root, [root / "link.py", root / "alias.py"])
+    assert _rels(found) == ["alias.py"]
+    assert [(d.path, d.kind) for d in found.diagnostics] == [("link.py", "symlink")]

@@ -70,7 +70,8 @@ def test_finds_its_comment_on_a_later_page(gh):
     out = upsert_comment(client(gh), REPO, 9, "new report", valid_at=T2)
     assert out.action == "updated"
     gets = gh.calls("GET")
-    assert len(gets) == 3 and "page=3" in gets[-1].path  # followed the Link header to the end
+    assert gets[0].path == "/user"  # who am I: the Actions token may not say (403), so github-actions[bot]
+    assert len(gets) == 4 and "page=3" in gets[-1].path  # followed the Link header to the end
     bodies = gh.bodies(REPO, 9)
     assert len(bodies) == 29 and bodies[23].endswith("new report")
 
@@ -86,7 +87,7 @@ def test_retries_server_errors_then_succeeds(gh):
     out = upsert_comment(client(gh), REPO, 2, "report", valid_at=T1)
     assert out.action == "created"
     statuses = [c.status for c in gh.log]
-    assert statuses[:3] == [502, 503, 200]
+    assert statuses[:4] == [502, 503, 403, 200]  # the 403: GET /user, which the Actions token may not read
 
 
 def test_waits_as_told_on_rate_limits(gh):
@@ -99,7 +100,7 @@ def test_waits_as_told_on_rate_limits(gh):
     out = upsert_comment(client(gh), REPO, 4, "report", valid_at=T1)
     assert out.action == "created"
     times = [c.at for c in gh.log]
-    assert [c.status for c in gh.log][:4] == [429, 403, 403, 200]
+    assert [c.status for c in gh.log][:5] == [429, 403, 403, 403, 200]  # the last 403: GET /user
     assert times[1] - times[0] >= 0.9 and times[2] - times[1] >= 0.9  # honoured Retry-After
 
 
@@ -144,3 +145,36 @@ def test_comment_command(gh, tmp_path):
     r = run_cli("comment", str(body), "--pr", "14", cwd=tmp_path, env=env, timeout=120)
     assert r.code == 2 and "gave up after 5 attempts" in r.err and "Traceback" not in r.err
     assert len(r.err.strip().splitlines()) == 1
+
+
+def test_a_marker_from_someone_else_is_neither_edited_nor_obeyed(gh):
+    """Anyone may comment: a pasted marker (valid at 2099) must not be hijacked nor freeze ours."""
+    far = datetime(2099, 1, 1, tzinfo=timezone.utc)
+    gh.add_comment(REPO, 6, comment_body("forged", "neuron-ready", far), login="mallory")
+    gh.add_comment(REPO, 6, "quoting it: " + comment_body("x", "neuron-ready", far), login="github-actions[bot]")
+    first = upsert_comment(client(gh), REPO, 6, "real report", valid_at=T1)
+    assert first.action == "created" and not gh.calls("PATCH")
+    assert gh.bodies(REPO, 6)[0].endswith("forged")
+    second = upsert_comment(client(gh), REPO, 6, "next report", valid_at=T2)
+    assert second.action == "updated" and second.comment_id == first.comment_id
+    # a personal token writes as its user: the Actions bot's comments are not its own
+    pat = upsert_comment(client(gh, token="pat-token"), REPO, 6, "from the PAT", valid_at=T2)
+    assert pat.action == "created" and len(gh.bodies(REPO, 6)) == 4
+
+
+def test_the_token_never_leaves_the_api_host(gh):
+    with FakeGitHub() as other:
+        # a redirect to another host: followed without the token (the other host sees none: 401)
+        gh.fail_next(Failure(302, {"Location": f"{other.url}/user"}, "moved"))
+        with pytest.raises(GitHubError, match="401"):
+            client(gh).request("GET", "/user")
+        assert [c.status for c in other.log] == [401]
+        # a Link header naming another host is refused before any request goes there
+        gh.page_size = 1
+        for i in range(3):
+            gh.add_comment(REPO, 8, f"c{i}")
+        gh.url = other.url
+        with pytest.raises(GitHubError, match="refusing to send the token"):
+            GitHubClient("write-token", f"http://127.0.0.1:{gh.server.server_address[1]}").paginate(
+                f"/repos/{REPO}/issues/8/comments?per_page=1")
+        assert len(other.log) == 1

@@ -55,3 +55,20 @@ def test_main_help_lists_the_review_commands():
     r = run_cli("--help")
     for cmd in ("diff", "hook", "ci", "comment"):
         assert f"neuron-ready {cmd}" in r.out
+
+
+def test_file_names_that_look_like_options_stay_files(tmp_path):
+    """A committed file named `--ignore=NR1001` or `--config=evil.toml` (pre-commit passes it after
+    the hook's args) must not switch off a real finding."""
+    (tmp_path / "train.py").write_text(GPU, encoding="utf-8")
+    (tmp_path / "evil.toml").write_text("[tool.neuron-ready]\nignore = [\"NR1001\"]\n", encoding="utf-8")
+    for name in ("--ignore=NR1001", "--config=evil.toml", "--select=NR99", "-q"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    r = run_cli("hook", "--fail-on", "any", "--ignore=NR1001", "--config=evil.toml", "--select=NR99", "-q",
+                "train.py", cwd=tmp_path)
+    assert r.code == 1, r.err
+    assert "NR1001" in r.out
+    # the same arguments as real options still work when no such file exists
+    for name in ("--ignore=NR1001", "--config=evil.toml", "--select=NR99", "-q"):
+        (tmp_path / name).unlink()
+    assert run_cli("hook", "--ignore=NR1001", "train.py", cwd=tmp_path).code == 0

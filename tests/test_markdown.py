@@ -97,3 +97,51 @@ def test_diff_body_compares_base_and_head():
     assert f"**This change adds {len(head.findings)} findings and removes {len(base.findings)}.**" in body
     same = markdown.render_diff(diff_reports(head, head))
     assert "**This change adds and removes no findings.**" in same and "Added (" not in same
+
+
+HOSTILE_NAME = ("a\n::error file=train.py,line=1,title=Injected::PWNED\n\n# Injected heading\n\n<img src=x.png> @octocat"
+                "\n\n<!-- neuron-ready-comment: other -->\n.py")
+HOSTILE_EXT = "x` \\`<img src=https://evil.example/y.png> @octocat\\`"
+
+
+def hostile_tree(root):
+    """File names with newlines and a lone CR, and an extension name that escapes a backtick."""
+    (root / "csrc").mkdir(parents=True)
+    (root / HOSTILE_NAME).write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
+    (root / "b\r::warning::CR.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    (root / "setup.py").write_text("from torch.utils.cpp_extension import CUDAExtension\n"
+                                   f"ext = CUDAExtension({HOSTILE_EXT!r}, sources=['csrc/k.cu'])\n", encoding="utf-8")
+    (root / "csrc" / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1; }\n", encoding="utf-8")
+    (root / "bad\n<h1>x<\\h1>.py").write_text("def broken(:\n", encoding="utf-8")  # a diagnostic
+
+
+def test_user_text_never_becomes_markup_in_any_markdown_body(tmp_path):
+    """Rendered the way GitHub reads it (CommonMark + tables): no tag, heading, mention or marker
+    comes from a path, an extension name, a message or a diagnostic; no line is a workflow command."""
+    from commonmark import live_markup, to_html
+
+    hostile_tree(tmp_path / "head")
+    (tmp_path / "base").mkdir()
+    head = run_scan(Settings(root=tmp_path / "head")).report
+    base = run_scan(Settings(root=tmp_path / "base")).report
+    assert len(head.findings) >= 4 and head.diagnostics
+    diff = diff_reports(base, head)
+    for body in (markdown.render(head), markdown.render_diff(diff), markdown.render_diff(diff, head.diagnostics)):
+        html = to_html(body)
+        assert live_markup(html) == [], body
+        assert "PWNED" in html and "Injected heading" in html  # shown, as text
+        assert not any(line.lstrip().startswith(("::", "##[")) for line in body.splitlines())
+        assert body.count("\n| ") >= 4  # every row stayed a row
+
+
+def test_inline_handles_backslash_escapes_and_control_characters():
+    from commonmark import live_markup, to_html
+
+    for text in [HOSTILE_EXT, "`ok` \\`<b>x</b>\\` `code`", "\\\\`<img src=x>`", "a\rb\u2028c\x1b[31m",
+                 "![img](https://evil.example/p.png) [link](https://evil.example) <!-- neuron-ready-comment: t -->",
+                 "`` ` `` <script>x</script> | pipe", "```unclosed <img src=x> @octocat"]:
+        out = markdown.inline(text)
+        assert "\n" not in out and "\r" not in out and "\x1b" not in out
+        assert live_markup(to_html(f"| a |\n|---|\n| {out} |\n")) == [], out
+        assert "<table>" in to_html(f"| a |\n|---|\n| {out} |\n") and to_html(f"| a |\n|---|\n| {out} |\n").count("<td>") == 1
+    assert markdown.inline("run `torch.cuda.synchronize()` less") == "run `torch.cuda.synchronize()` less"

@@ -30,9 +30,11 @@ from neuron_ready.sources import FileJob, ScanContext, scan_file
 CUDA_LINE = "import torch\nx = torch.ones(2).cuda()\n"
 # Real inputs that break libcst's native parser: a chain of `not` deep enough to overflow its
 # stack (the process dies with SIGSEGV), and a long `+` chain it parses in quadratic time (about
-# 10 s here; the tests allow it 1 s of CPU). Both pass Python's own checks for deep nesting.
-CRASHES_LIBCST = CUDA_LINE + "y = " + "not \\\n" * 30000 + "x\n"
-HANGS_LIBCST = CUDA_LINE + "y = 1 \\\n" + "+ 1 \\\n" * 6000 + "\n"
+# 10 s here; the tests allow it 1 s of CPU). Both pass Python's own checks for deep nesting, and
+# both sit inside brackets: as backslash continuations they would be a nesting risk that CPython's
+# parser judges first (sources.nesting_risk), and never reach libcst.
+CRASHES_LIBCST = CUDA_LINE + "y = (" + "not\n" * 30000 + "x)\n"
+HANGS_LIBCST = CUDA_LINE + "y = (1\n" + "+ 1\n" * 6000 + ")\n"
 
 
 def _stack_8mib() -> None:
@@ -192,19 +194,47 @@ def test_where_the_cache_lives(fixtures, tmp_path):
     again = run_cli("scan", str(repo), "--format", "json", env={**env, "NEURON_READY_DEBUG": "1"})
     assert _counts(again.err)[1] == 0  # nothing scanned again
 
-    # `cache-dir` in the configuration is relative to it; the environment variable overrides it;
-    # `cache = false` writes nothing.
-    (repo / "pyproject.toml").write_text('[tool.neuron-ready]\ncache-dir = "build/nr"\n')
+    # `cache-dir` in the configuration is relative to it (or to ~) and must stay inside the user's
+    # cache directory; the environment variable overrides it; `cache = false` writes nothing.
+    (repo / "pyproject.toml").write_text('[tool.neuron-ready]\ncache-dir = "../xdg/ours"\n')
     assert run_cli("scan", str(repo), env=env).code == 0
-    assert (repo / "build" / "nr" / "CACHEDIR.TAG").is_file()
+    assert (home / "ours" / "CACHEDIR.TAG").is_file()
     elsewhere = tmp_path / "elsewhere"
     assert run_cli("scan", str(repo), env={"NEURON_READY_CACHE_DIR": str(elsewhere)}).code == 0
     assert (elsewhere / "CACHEDIR.TAG").is_file()
-    shutil.rmtree(repo / "build")
     shutil.rmtree(home)
-    (repo / "pyproject.toml").write_text('[tool.neuron-ready]\ncache = false\ncache-dir = "build/nr"\n')
+    (repo / "pyproject.toml").write_text('[tool.neuron-ready]\ncache = false\ncache-dir = "../xdg/ours"\n')
     assert run_cli("scan", str(repo), env=env).code == 0
-    assert not (repo / "build").exists() and not home.exists()
+    assert not home.exists()
+
+
+@pytest.mark.parametrize("where", ["", ".", "build/nr", "../victim", "/tmp/nr-anywhere"])
+def test_a_repository_config_may_not_aim_the_cache_anywhere(fixtures, tmp_path, where):
+    """`cache-dir = ""` put a .gitignore of `*` in the repository root (the next scan saw 0 files);
+    `../../victim` wrote anywhere. Only a flag or the environment may choose such a place."""
+    home = tmp_path / "xdg"
+    env = {"NEURON_READY_CACHE_DIR": "", "XDG_CACHE_HOME": str(home)}
+    repo = shutil.copytree(fixtures / "mainstream", tmp_path / "repo")
+    (repo / "pyproject.toml").write_text(f'[tool.neuron-ready]\ncache-dir = "{where}"\n')
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    r = run_cli("scan", str(repo), env=env)
+    assert r.code == 2 and r.err.startswith(f"neuron-ready: error: {repo / 'pyproject.toml'}:2: ")
+    assert "cache-dir: a configuration file may only choose a folder inside" in r.err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    flag = tmp_path / "chosen"
+    assert run_cli("scan", str(repo), "--isolated", "--cache-dir", str(flag), env=env).code == 0
+    assert (flag / "CACHEDIR.TAG").is_file()
+
+
+def test_jobs_1_from_a_repository_config_keeps_worker_isolation(fixtures, tmp_path):
+    repo = shutil.copytree(fixtures / "mainstream", tmp_path / "repo")
+    (repo / "pyproject.toml").write_text("[tool.neuron-ready]\njobs = 1\n")
+    debug = {"NEURON_READY_DEBUG": "1"}
+    r = run_cli("scan", str(repo), "--no-cache", env=debug)
+    assert r.code == 0 and "(1 worker processes)" in r.err, r.err
+    flag = run_cli("scan", str(repo), "--no-cache", "--jobs", "1", env=debug)  # the user's own choice
+    assert flag.code == 0 and "(0 worker processes)" in flag.err, flag.err
+    assert r.out == flag.out
 
 
 def test_no_cache_writes_nothing(fixtures, tmp_path):

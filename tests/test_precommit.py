@@ -69,6 +69,19 @@ def test_try_repo_passes_then_fails(project, home, repo_snapshot):
     assert "--fail-on met: 1 finding" in bad.stdout
 
 
+def test_a_file_named_like_an_option_is_not_an_option(project, home, repo_snapshot):
+    """pre-commit appends file names after the args; a committed `--ignore=NR1001` (and a `--config`
+    pointing at a permissive file) must not pass over gpu.py's finding."""
+    (project / "evil.toml").write_text("[tool.neuron-ready]\nignore = [\"NR1001\"]\n", encoding="utf-8")
+    for name in ("--ignore=NR1001", "--config=evil.toml"):
+        (project / name).write_text("import torch\n", encoding="utf-8")
+    assert sh(project, "git", "add", "--", ".").returncode == 0
+    bad = pre_commit(project, home, "try-repo", str(repo_snapshot), "neuron-ready", "--ref", _rev(repo_snapshot),
+                     "--all-files")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "gpu.py" in bad.stdout and "NR1001" in bad.stdout
+
+
 def _documented_config(snapshot: Path) -> dict:
     """The .pre-commit-config.yaml from docs/ci.md, pointed at the snapshot instead of GitHub."""
     text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")

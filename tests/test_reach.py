@@ -12,7 +12,7 @@ from cli import run_cli
 from conftest import FIXTURES
 from neuron_ready.config import ConfigError, Settings
 from neuron_ready.engine import run_scan
-from neuron_ready.reach import EXCLUDED, STANDALONE, UNBUILT, UNREACHED, module_names, path_regex
+from neuron_ready.reach import EXCLUDED, STANDALONE, UNBUILT, UNREACHED, glob_matches, module_names
 from neuron_ready.sources.builds import build_facts
 from neuron_ready.sources.native import build_facts as native_build_facts
 
@@ -276,6 +276,41 @@ def test_module_names_from_packages_and_scripts():
     ("csrc/*.cu", "csrc/a.cu", True), ("csrc/*.cu", "csrc/x/a.cu", False),
     ("csrc/**/*.cu", "csrc/a.cu", True), ("csrc/**/*.cu", "csrc/x/y/a.cu", True),
     ("**", "any/where.cu", True), ("a?.cu", "ab.cu", True), ("a.cu", "xa.cu", False),
+    ("a/**", "a/x/y.cu", True), ("a/**", "a", False), ("*a*b", "aab", True), ("*a*b", "aaba", False),
+    ("[ab].cu", "[ab].cu", True), ("[ab].cu", "a.cu", False), ("x**y/*.cu", "xay/k.cu", True),
 ])
 def test_path_patterns(pattern, path, hit):
-    assert bool(path_regex(pattern).match(path)) is hit
+    assert glob_matches(pattern, path) is hit
+
+
+def test_a_hostile_glob_is_linear(tmp_path):
+    """`*a*a...*b` against a name of 40 `a`s backtracked for hours in the main process (no timeout)."""
+    evil = "csrc/" + "*a" * 14 + "*b.cu"
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / ("a" * 40 + ".cu")).write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+    (tmp_path / "setup.py").write_text(f"from torch.utils.cpp_extension import CUDAExtension\n"
+                                       f"ext = CUDAExtension('x._C', sources=[{evil!r}])\n")
+    (tmp_path / "CMakeLists.txt").write_text(f"add_library(x {evil})\n")
+    assert not glob_matches(evil, "csrc/" + "a" * 40 + ".cu")
+    r = run_cli("scan", str(tmp_path), "--format", "json", "--no-cache", timeout=120)
+    assert r.code == 0, r.err
+    assert '"NR1703"' in r.out  # the kernel is still reported, as a kernel no build compiles
+
+
+def test_the_training_path_analysis_is_time_bound(tmp_path):
+    """It runs in the main process on facts from the scanned tree, with no worker timeout: past its
+    bound the scan still ends, every file counted on the path, and says so."""
+    cache = str(tmp_path / "cache")  # the degraded report is not kept: the next scan tries again
+    r = run_cli("scan", str(FIXTURES / "cuda_extension"), "--format", "json", "--cache-dir", cache, "--isolated",
+                env={"NEURON_READY_REACH_TIMEOUT": "0.000001"})
+    assert r.code == 0, r.err
+    import json
+
+    report = json.loads(r.out)
+    assert [(d["path"], d["kind"]) for d in report["diagnostics"]] == [(".", "too-complex")]
+    assert "training-path analysis took longer than" in report["diagnostics"][0]["message"]
+    assert report["findings"] and not report.get("off_path") and report["reach"]["mode"] == "library"
+    assert report["reach"]["timed_out"] is True
+    normal = json.loads(run_cli("scan", str(FIXTURES / "cuda_extension"), "--format", "json", "--cache-dir", cache,
+                                "--isolated").out)
+    assert normal["diagnostics"] == [] and normal["reach"]["mode"] == "entries"

@@ -107,7 +107,12 @@ def test_action_inputs_and_outputs_are_consistent():
         m = EXPR.fullmatch(spec["value"])
         assert m and m.group(1) == f"steps.scan.outputs.{name}"
     ci = next(s for s in a["runs"]["steps"] if s.get("id") == "scan")
-    assert ci["run"].strip() == '"$NEURON_READY_BIN" ci'
+    assert ci["run"].strip() == '"$NEURON_READY_PYTHON" -I -m neuron_ready ci'
+    # every Python the action starts is isolated: a pip/, venv/ or neuron_ready/ in the checkout never runs
+    for s in a["runs"]["steps"]:
+        for line in s["run"].splitlines():
+            if re.search(r"\bpython3?\b|PYTHON\"", line) and " -m " in line:
+                assert " -I -m " in line, line
 
 
 def test_example_workflow_is_least_privilege():

@@ -1,15 +1,18 @@
 """The click group and the one place where errors become one-line messages and exit codes.
 
-Exit codes: 0 done, 1 a --fail-on threshold was met, 2 usage or configuration error,
-3 internal error (a bug; NEURON_READY_DEBUG=1 shows the traceback).
+Exit codes: 0 done, 1 a --fail-on threshold was met, 2 usage or configuration error (and output
+that cannot be written, e.g. a full disk), 3 internal error (a bug; NEURON_READY_DEBUG=1 shows the
+traceback), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import re
 import sys
+import tempfile
 
 import click
 
@@ -18,7 +21,8 @@ from ..baseline import ReportFileError
 from ..catalog import CatalogError
 from ..config import ConfigError
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+_OUTPUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
 class UserError(Exception):
@@ -47,9 +51,10 @@ class Group(click.Group):
     def main(self, args=None, prog_name=None, **extra):  # noqa: D401 - click's signature
         try:
             rv = super().main(args=args, prog_name=prog_name or "neuron-ready", standalone_mode=False, **extra)
-        except click.exceptions.Abort:
-            click.echo("neuron-ready: aborted", err=True)
-            sys.exit(EXIT_FAIL)
+            sys.stdout.flush()  # a full disk shows here, not as a warning at interpreter exit
+        except click.exceptions.Abort:  # click's form of Ctrl-C: not "fail-on met" (1)
+            click.echo("neuron-ready: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except click.ClickException as e:
             e.show()
             sys.exit(EXIT_USAGE if e.exit_code == 2 or isinstance(e, click.UsageError) else e.exit_code)
@@ -61,7 +66,16 @@ class Group(click.Group):
             sys.exit(EXIT_OK)
         except KeyboardInterrupt:
             click.echo("neuron-ready: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
+        except OSError as e:
+            if e.errno not in _OUTPUT_FULL or os.environ.get("NEURON_READY_DEBUG"):
+                raise
+            try:  # what is still buffered would fail again at exit: let it go nowhere
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            click.echo(f"neuron-ready: error: cannot write the output: {e.strerror or e}", err=True)
+            sys.exit(EXIT_USAGE)
         except Exception as e:  # noqa: BLE001 - the last line of defence: never a traceback
             if os.environ.get("NEURON_READY_DEBUG"):
                 raise
@@ -154,9 +168,34 @@ def write_output(text: str, output: str | None, color: bool = False) -> None:
     if not color:
         text = click.unstyle(text)
     path = os.path.abspath(output)
+    tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        if not os.path.isfile(path) and os.path.exists(path):  # /dev/null, a FIFO: write in place
+            with open(path, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+            return
+        # a full disk must leave the old file, not a truncated one: write beside it, then rename
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+        tmp = None
     except OSError as e:
         raise UserError(f"cannot write {output}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

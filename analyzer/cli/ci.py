@@ -5,6 +5,8 @@ variable, which is how action.yml passes its inputs (never spliced into a script
 from __future__ import annotations
 
 import os
+import secrets
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -51,17 +53,34 @@ def ci_cmd(ctx, path, target, entry, fail_on, comment, base_ref, sarif, tag, sum
         summary=summary, outputs=outputs, repo=repo, pr=pr, api_url=api_url,
         token=os.environ.get("GITHUB_TOKEN", ""), event_path=event_path,
     )
-    try:
-        result = run_action(inputs, scan)
-    except ActionError as e:
-        raise UserError(str(e)) from None
-    except OSError as e:  # --sarif, --summary or --outputs cannot be written
-        flag = next((f"--{k} {v}: " for k, v in (("sarif", sarif), ("summary", summary), ("outputs", outputs))
-                     if v and str(e.filename) in v), "")
-        raise UserError(f"{flag}cannot write {e.filename}: {e.strerror or e}") from None
-    click.echo(result.body, nl=False)
-    if result.comment is not None:
-        click.echo(f"neuron-ready: {result.comment.message}", err=True)
-    for note in result.notes:
-        click.echo(f"neuron-ready: {note}", err=True)
+    with workflow_commands_stopped():
+        try:
+            result = run_action(inputs, scan)
+        except ActionError as e:
+            raise UserError(str(e)) from None
+        except OSError as e:  # --sarif, --summary or --outputs cannot be written
+            flag = next((f"--{k} {v}: " for k, v in (("sarif", sarif), ("summary", summary), ("outputs", outputs))
+                         if v and str(e.filename) in v), "")
+            raise UserError(f"{flag}cannot write {e.filename}: {e.strerror or e}") from None
+        click.echo(result.body, nl=False)
+        if result.comment is not None:
+            click.echo(f"neuron-ready: {result.comment.message}", err=True)
+        for note in result.notes:
+            click.echo(f"neuron-ready: {note}", err=True)
     exit_on_fail(ctx, result.reasons, inputs.fail_on, result.head.analysed)
+
+
+@contextmanager
+def workflow_commands_stopped():
+    """On GitHub Actions, the runner reads any output line starting with `::` as a command. What
+    this command prints echoes the pull request's file names and text (neutralised, but twice
+    safe is the point): stop command processing with a token nobody can guess, resume after."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    token = secrets.token_hex(16)
+    click.echo(f"::stop-commands::{token}")
+    try:
+        yield
+    finally:
+        click.echo(f"::{token}::")

@@ -96,7 +96,7 @@ def run_options(f):
 
 def apply_run_options(settings, jobs, no_cache, cache_dir) -> None:
     if jobs is not None:
-        settings.jobs = jobs
+        settings.jobs, settings.jobs_from_config = jobs, False
     if no_cache:
         settings.cache = False
     if cache_dir is not None:

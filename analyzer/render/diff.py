@@ -8,13 +8,14 @@ from ..baseline import ReportDiff
 from ..model import Finding
 from ..numbers import pd, plural
 from . import common, markdown
+from .safe import visible
 
 DIFF_FORMATS = ("text", "json", "markdown")
 
 
 def _line(f: Finding) -> str:
     where = f"{f.path}:cell {f.cell}:{f.line}:{f.column}" if f.cell is not None else f"{f.path}:{f.line}:{f.column}"
-    return f"  {where}  {f.rule}  {f.message}{' (fallback)' if f.fallback else ''}"
+    return f"  {visible(where)}  {f.rule}  {visible(f.message)}{' (fallback)' if f.fallback else ''}"
 
 
 def _score(score: int | None) -> str:

@@ -11,6 +11,7 @@ from .. import breakeven
 from ..model import Finding, Report
 from ..numbers import money as _money, pd as _pd, plural
 from . import chart, common, trace_text
+from .safe import visible
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2733;margin:0;background:#f5f7fa}
@@ -37,7 +38,7 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#fff;border:1px solid
 
 
 def _e(text) -> str:
-    return escape(str(text), quote=True)
+    return escape(visible(text), quote=True)  # one line each: no raw control characters either
 
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")

@@ -1,56 +1,29 @@
 """The pull-request comment (and job summary): score, class, P50/P80, break-even, drivers, findings.
 
 GitHub caps a comment at 65,536 characters; bodies stay under LIMIT and drop table rows, with a
-note, when they would not. Text that comes from the scanned code (names, paths) is escaped so a
-pull request cannot inject HTML, close a table or mention people through its identifiers.
+note, when they would not. Text that comes from the scanned code (names, paths, messages) goes
+through render/safe.py, so a pull request cannot inject HTML, close a table or mention people.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Union
 
 from ..baseline import ReportDiff
-from ..model import Finding, Report
+from ..model import Diagnostic, Finding, Report
 from ..numbers import pd as _pd, pd_delta, plural as _plural
 from . import trace_text
 from .common import EFFORT_DOCS, MEANING, no_analysis, rule_url, score_text
+from .safe import code, inline  # noqa: F401 - inline and code are this module's API too
 
 LIMIT = 65_000
 TITLE = "### neuron-ready · Trainium port readiness"
-# A code span as CommonMark reads it: a backtick run closed by the next run of the same length.
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-
-
-def code(text: str) -> str:
-    """An inline code span that backticks inside `text` cannot end early."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def inline(text: str) -> str:
-    """Text for one table cell or line: code spans kept, HTML and mentions neutralised outside them."""
-    out, pos = [], 0
-    for m in _CODE_SPAN.finditer(text):
-        out.append(_plain(text[pos:m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(_plain(text[pos:]))
-    return "".join(out).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
-
-
-def _plain(text: str) -> str:
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MENTION.sub("@\u200b", text)
 
 
 def _loc(f: Finding) -> str:
     where = f"{f.path}:cell {f.cell}:{f.line}" if f.cell is not None else f"{f.path}:{f.line}"
-    return code(where).replace("|", "\\|")  # a table cell: GitHub reads \| as a pipe inside code too
+    return code(where)
 
 
 def breakeven_line(report: Report) -> str | None:
@@ -153,6 +126,16 @@ def finding_rows(findings: list[Finding]) -> list[str]:
     return rows
 
 
+def diagnostic_rows(diagnostics: list[Diagnostic]) -> list[str]:
+    return [f"| {code(f'{d.path}:{d.line}' if d.line else d.path)} | {d.kind} | {inline(d.message)} |" for d in diagnostics]
+
+
+def not_analysed(diagnostics: list[Diagnostic], summary: str = "Not analysed", open: bool = False) -> Table:
+    """Files whose findings are unknown: a reviewer must see them, or a change could hide code."""
+    return Table(f"{summary} ({len(diagnostics)})", diagnostic_rows(diagnostics), open=open,
+                 header=("| File | Kind | Reason |", "|---|---|---|"))
+
+
 def assemble(blocks: list[Block], limit: int = LIMIT) -> str:
     """Join blocks with blank lines; when too long, show as many table rows as fit, in order."""
     def joined() -> str:
@@ -210,6 +193,8 @@ def render(report: Report) -> str:
         blocks.append(Table(f"{_plural(len(report.findings), 'finding')} in {_plural(files, 'file')}", finding_rows(report.findings)))
     elif not nothing:
         blocks.append("No findings: nothing here stands in the way of a Trainium port.")
+    if report.diagnostics:
+        blocks.append(not_analysed(report.diagnostics))
     blocks.append(_footer(report))
     return assemble(blocks)
 
@@ -243,12 +228,16 @@ def comparison_table(diff: ReportDiff) -> str:
     return "\n".join(rows)
 
 
-def render_diff(diff: ReportDiff) -> str:
+def render_diff(diff: ReportDiff, lost: list[Diagnostic] = ()) -> str:
+    """`lost`: files the base analysed that this change made unreadable (their findings are unknown)."""
     head = diff.head
     blocks: list[Block] = [TITLE, comparison_table(diff)]
     nothing = no_analysis(head)
     if nothing:
         blocks.append(f"**{nothing}**")
+    if lost:
+        blocks.append(f"**{_plural(len(lost), 'file')} analysed in the base could not be analysed after this change: "
+                      "what they contain is not in this comparison.**")
     if diff.new or diff.fixed:
         blocks.append(f"**This change adds {_plural(len(diff.new), 'finding')} and removes {len(diff.fixed)}.**")
     else:
@@ -264,6 +253,11 @@ def render_diff(diff: ReportDiff) -> str:
         files = len({f.path for f in head.findings})
         blocks.append(Table(f"All {_plural(len(head.findings), 'finding')} in {_plural(files, 'file')} after this change",
                             finding_rows(head.findings)))
+    if lost:
+        blocks.append(not_analysed(list(lost), "No longer analysed", open=True))
+    rest = [d for d in head.diagnostics if d not in lost]
+    if rest:
+        blocks.append(not_analysed(rest))
     blocks.append(_footer(head))
     return assemble(blocks)
 

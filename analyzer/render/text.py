@@ -11,6 +11,7 @@ import click
 from ..model import Finding, Report
 from ..numbers import pd as _pd, plural
 from . import common, trace_text
+from .safe import visible
 
 _CLASS_COLOR = {"days": "green", "weeks": "yellow", "month-plus": "red"}
 
@@ -34,7 +35,7 @@ _SECTIONS = (
 
 
 def _line(f: Finding, why: str | None, s) -> str:
-    return f"  {f.path}:{_loc(f)}  {f.rule}  {f.message}" + (s(f"  [{why}]", dim=True) if why else "")
+    return f"  {visible(f.path)}:{_loc(f)}  {f.rule}  {visible(f.message)}" + (s(f"  [{visible(why)}]", dim=True) if why else "")
 
 
 def _listing(fs: list[Finding], s, why=lambda f: f.details.get("off_path_reason")) -> list[str]:
@@ -51,7 +52,7 @@ def _other_contexts(report: Report, s) -> list[str]:
         out.append(s(f"Opt-in features ({len(report.opt_in)}, not in the estimate; add with --include-opt-in NAME)", bold=True))
         for p in report.opt_in:
             n = len(p.findings)
-            out.append(f"  {s(p.name, fg='cyan')}  {p.gate} · {plural(n, 'finding')} · "
+            out.append(f"  {s(visible(p.name), fg='cyan')}  {visible(p.gate)} · {plural(n, 'finding')} · "
                        f"P50 {_pd(p.estimate.p50)} / P80 {_pd(p.estimate.p80)} person-days")
             out.extend("  " + line for line in _listing([report.off_path[i] for i in p.findings], s, lambda f: None))
         out.append("")
@@ -73,7 +74,7 @@ def _library_line(reach: dict) -> str:
     programs = [e for e in reach.get("extensions", ()) if e.get("kind") == "program" and e.get("on_path")]
     if programs:
         return "the CUDA training program" + ("s " if len(programs) > 1 else " ") + ", ".join(
-            f"{e['id'][8:].split('@')[0]} ({e['build']}:{e['line']})" for e in programs[:3])
+            f"{visible(e['id'][8:].split('@')[0])} ({visible(e['build'])}:{e['line']})" for e in programs[:3])
     return "every module (no training entry point found; name one with --entry)"
 
 
@@ -108,14 +109,14 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
         out.extend(_statistics(shown, rule))
     explained: set[str] = set()  # a rule's remedy is shown once, at its first finding
     for path, group in groupby([] if statistics else shown, key=lambda f: f.path):
-        out.append(s(path, bold=True))
+        out.append(s(visible(path), bold=True))
         for f in group:
             tag = (" (fallback)" if f.fallback else "") + trace_text.finding_tag(f)
             conf = "" if f.confidence == "high" else s(f" ({f.confidence} confidence)", dim=True)
-            out.append(f"  {_loc(f):>10}  {rule(f.rule)}  {f.message}{s(tag, fg='green')}{conf}")
+            out.append(f"  {_loc(f):>10}  {rule(f.rule)}  {visible(f.message)}{s(tag, fg='green')}{conf}")
             if f.rule not in explained:
                 explained.add(f.rule)
-                fix = textwrap.wrap(f.remedy, width - len(indent) - 5) or [""]
+                fix = textwrap.wrap(visible(f.remedy), width - len(indent) - 5) or [""]
                 out.append(f"{indent}{s('fix:', dim=True)} {fix[0]}")
                 out.extend(f"{indent}     {line}" for line in fix[1:])
         out.append("")
@@ -127,7 +128,7 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
         out.append(s(f"Not analysed ({len(report.diagnostics)})", bold=True))
         for d in report.diagnostics:
             where = f"{d.path}:{d.line}" if d.line else d.path
-            out.append(f"  {where}  [{d.kind}] {d.message}")
+            out.append(f"  {visible(where)}  [{d.kind}] {visible(d.message)}")
         out.append("")
     out.extend(trace_text.summary_lines(report.extra.get("trace")))
     out.extend(_tasks(report, s))
@@ -156,7 +157,8 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
     if isinstance(reach, dict) and reach.get("mode") and not traced_only:  # `trace` has no --entry
         entries = reach.get("entries") or []
         reasons = reach.get("entry_reasons") or {}
-        shown = [f"{e} ({reasons[e]})" if reach.get("detected") and e in reasons else e for e in entries[:3]]
+        shown = [f"{visible(e)} ({visible(reasons[e])})" if reach.get("detected") and e in reasons else visible(e)
+                 for e in entries[:3]]
         how = {"entries": f"from {', '.join(shown)}{' …' if len(entries) > 3 else ''}"
                           f"{'' if reach.get('detected') else ' (named)'}",
                "library": _library_line(reach),
@@ -164,7 +166,7 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
         out.append(f"Training path: {how}")
     be = report.extra.get("breakeven")
     if isinstance(be, dict) and be.get("summary"):
-        out.append(be["summary"])
+        out.append(visible(be["summary"]))
     out.append(s(common.explanation(), dim=True))
     return "\n".join(out) + "\n"
 

@@ -266,8 +266,18 @@ def nesting_risk(text: str) -> bool:
     """
     if len(text) >= 4000 and max(map(len, text.split("\n"))) >= 4000:
         return True
+    if text.count("\\\n") > 100 and _longest_continuation(text) > 100:
+        return True  # one logical line over 100 physical lines (`not \` 30,000 times crashed libcst)
     brackets = _NOT_BRACKET.sub("", text)
     return max(itertools.accumulate(map(_BRACKET_DEPTH.__getitem__, brackets)), default=0) > 100
+
+
+def _longest_continuation(text: str) -> int:
+    longest = run = 0
+    for line in text.split("\n"):
+        run = run + 1 if line.endswith("\\") else 0
+        longest = max(longest, run)
+    return longest
 
 
 _NOT_BRACKET = re.compile(r"[^()\[\]{}]+")
@@ -426,6 +436,18 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
         _add_dependency_hits(reqs, text.splitlines(), col, ctx, job.rel)
 
 
+_TOO_COMPLEX = (_TooDeep, RecursionError, MemoryError)
+
+
+def _cell_diagnostic(rel: str, e: BaseException, source: str, where: list[tuple[int, int]]) -> Diagnostic:
+    if isinstance(e, Unparseable):
+        return _syntax_diagnostic(rel, e, source, where)
+    why = {RecursionError: "nested too deeply to analyse; skipped",
+           MemoryError: "ran out of memory analysing it; skipped"}.get(type(e), str(e))
+    cells = sorted({cell for cell, _ in where})
+    return Diagnostic(rel, "too-complex", f"cell {cells[0]}: {why}" if len(cells) == 1 else why, 1 if len(cells) == 1 else None)
+
+
 def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
     from .imports import python_facts
     from .notebook import NotebookError, join_cells, notebook_cells
@@ -439,7 +461,10 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
     source, where = join_cells(cells)
     module_name, _ = module_name_of(job.rel)
     result.facts.update(python_facts(source, module_name, False))
-    tree = parse_tree(source)
+    try:
+        tree = parse_tree(source)
+    except _TooDeep:
+        tree = None  # the cells are judged one by one below
     code = _code_facts(tree, module_name, False)
     if code:
         code["code"]["regions"] = []  # lines of the joined cells, not of a cell: not comparable
@@ -448,23 +473,23 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
         return
     try:
         res = _python_hits(source, job.rel, ctx, False, tree)
-    except Unparseable:
-        # One broken cell must not hide the others: report each broken cell, scan the rest
-        # together (so imports in one cell still resolve names in the next).
+    except (Unparseable, *_TOO_COMPLEX):
+        # One broken or too complex cell must not hide the others: judge each cell alone, report
+        # those that fail, scan the rest together (so imports in one cell still resolve names in the next).
         good = []
         for number, cell_lines in cells:
             cell_source = "\n".join(cell_lines) + "\n"
+            cell_where = [(number, i) for i in range(1, len(cell_lines) + 2)]
             try:
-                parse_module(cell_source)
+                _python_hits(cell_source, job.rel, ctx, False, parse_tree(cell_source))
                 good.append((number, cell_lines))
-            except Unparseable as e:
-                cell_where = [(number, i) for i in range(1, len(cell_lines) + 2)]
-                result.diagnostics.append(_syntax_diagnostic(job.rel, e, cell_source, cell_where))
+            except (Unparseable, *_TOO_COMPLEX) as e:
+                result.diagnostics.append(_cell_diagnostic(job.rel, e, cell_source, cell_where))
         source, where = join_cells(good)
         try:
-            res = _python_hits(source, job.rel, ctx, False, None)
-        except Unparseable as e:  # cells that parse alone but not together
-            result.diagnostics.append(_syntax_diagnostic(job.rel, e, source, where))
+            res = _python_hits(source, job.rel, ctx, False, parse_tree(source))
+        except (Unparseable, *_TOO_COMPLEX) as e:  # cells that pass alone but not together
+            result.diagnostics.append(_cell_diagnostic(job.rel, e, source, where))
             return
     result.parsed = True
     col = _Collector(result, ctx, Suppressions(source))

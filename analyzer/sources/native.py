@@ -8,9 +8,11 @@ libraries used.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 NATIVE_SUFFIXES = CUDA_SUFFIXES + (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
@@ -87,21 +89,29 @@ def is_cuda_source(name: str, code: str) -> bool:
     return name.endswith(CUDA_SUFFIXES) or bool(_CUDA_INCLUDE.search(code))
 
 
-def _line_of(code: str, pos: int) -> int:
-    return code.count("\n", 0, pos) + 1
+def line_finder(code: str) -> Callable[[int], int]:
+    """Offset -> line number by bisection: counting newlines again for each offset was quadratic."""
+    newlines = [m.start() for m in re.finditer("\n", code)]
+    return lambda pos: bisect.bisect_left(newlines, pos) + 1
 
 
-def _matching_brace(code: str, start: int) -> int:
-    depth = 0
-    for i in range(start, len(code)):
-        ch = code[i]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(code) - 1
+def _brace_pairs(code: str) -> dict[int, int]:
+    """Each `{` -> its matching `}` (the last character when it never closes), in one pass: matching
+    from every kernel separately was quadratic on a large file with unbalanced braces."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _BRACE.finditer(code):
+        if m.group() == "{":
+            stack.append(m.start())
+        elif stack:
+            pairs[stack.pop()] = m.start()
+    for open_at in stack:
+        pairs[open_at] = len(code) - 1
+    return pairs
+
+
+_BRACE = re.compile(r"[{}]")
+_HEAD_END = re.compile(r"[{;]")
 
 
 @dataclass
@@ -137,19 +147,26 @@ def cuda_stats(code: str) -> CudaStats:
     """Kernels and features of comment-free CUDA/C++ code."""
     stats = CudaStats()
     stats.loc = sum(1 for line in code.splitlines() if line.strip())
+    line_of = line_finder(code)
+    pairs: dict[int, int] | None = None
+    head_end = None
     for m in _KERNEL.finditer(code):
-        # A definition's head runs to its body's `{`; a declaration ends at `;` first.
-        head_end = re.compile(r"[{;]").search(code, m.end())
-        if head_end is None or code[head_end.start()] != "{":
+        # A definition's head runs to its body's `{`; a declaration ends at `;` first. Kernels come
+        # in order, so one found end serves every kernel before it (linear, whatever the file).
+        if head_end is None or head_end.start() < m.end():
+            head_end = _HEAD_END.search(code, m.end())
+            if head_end is None:
+                break
+        if code[head_end.start()] != "{":
             continue
         head = _LAUNCH_BOUNDS.sub(" ", code[m.end() : head_end.start()])
         paren = head.find("(")
         names = re.findall(r"[A-Za-z_]\w*", head[:paren] if paren >= 0 else "")
         if not names:
             continue
-        end = _matching_brace(code, head_end.start())
-        line = _line_of(code, m.start())
-        stats.kernels.append(Kernel(names[-1], line, _line_of(code, end) - line + 1))
+        pairs = _brace_pairs(code) if pairs is None else pairs
+        line = line_of(m.start())
+        stats.kernels.append(Kernel(names[-1], line, line_of(pairs[head_end.start()]) - line + 1))
     for key, rx in _FEATURES.items():
         count = len(rx.findall(code))
         if count:
@@ -164,7 +181,8 @@ _CMAKE_TARGET = re.compile(
     r"(?i)\b(add_library|add_executable|cuda_add_library|cuda_add_executable|pybind11_add_module"
     r"|nanobind_add_module|python_add_library|target_sources|add_subdirectory)\s*\("
 )
-_CMAKE_SOURCE = re.compile(r"[\w${}./*+\-]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|hh|inl)\b")
+# a path starts where a token starts, so a long token is tried once (not once per character)
+_CMAKE_SOURCE = re.compile(r"(?<![\w${}./*+\-])[\w${}./*+\-]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|hh|inl)\b")
 _CMAKE_HERE = re.compile(r"\$\{(CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR|PROJECT_SOURCE_DIR|CMAKE_SOURCE_DIR)\}/?")
 
 
@@ -179,9 +197,10 @@ def build_facts(code: str, cmake: bool) -> dict:
         includes = sorted(set(_INCLUDE.findall(code)))
         return {"includes": includes} if includes else {}
     sources = []
+    line_of = line_finder(code)
     for m in _CMAKE_SOURCE.finditer(code):
         path = re.sub(r"\$\{[^}]*\}", "**", _CMAKE_HERE.sub("", m.group(0)))
-        sources.append([_line_of(code, m.start()), path])
+        sources.append([line_of(m.start()), path])
     return {"cmake_build": bool(_CMAKE_TARGET.search(code)), "cmake_sources": sources, **cmake_programs(code)}
 
 
@@ -200,6 +219,7 @@ def cmake_commands(code: str) -> list[tuple[str, list[str], int]]:
     and quoted arguments are kept whole, variables as written."""
     out = []
     pos = 0
+    line_of = line_finder(code)
     while True:
         m = _CMAKE_COMMAND.search(code, pos)
         if m is None:
@@ -223,7 +243,7 @@ def cmake_commands(code: str) -> list[tuple[str, list[str], int]]:
             i += 1
         body = code[m.end() : i]
         args = [mm.group(1) if mm.group(2) is None else mm.group(2) for mm in _CMAKE_ARG.finditer(body)]
-        out.append((m.group(1).lower(), args, _line_of(code, m.start())))
+        out.append((m.group(1).lower(), args, line_of(m.start())))
         pos = i + 1
 
 
