@@ -143,8 +143,9 @@ class _Draft:
 
 
 class _Planner:
-    def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None") -> None:
+    def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None", assume_fixed: bool = False) -> None:
         self.findings = findings
+        self.assume_fixed = assume_fixed
         self.catalog = catalog
         self.reach = reach
         self.drafts: dict[str, _Draft] = {}
@@ -160,8 +161,11 @@ class _Planner:
         return d
 
     def rule_cost(self, rule: Rule, fs: list[Finding], rate: float = RATE_SITES) -> Range:
-        """A rule's catalog numbers grown with its sites (per occurrence) or files (per task)."""
-        return _scale(_base(rule), size(rule, fs, rate))
+        """A rule's catalog numbers grown with its sites (per occurrence) or files (per task).
+        With --assume-fixed, what `neuron-ready fix` rewrites safely costs nothing: it is done."""
+        if self.assume_fixed:
+            fs = [f for f in fs if f.details.get("fix") != "safe"]
+        return _scale(_base(rule), size(rule, fs, rate)) if fs else Range(0.0, 0.0, 0.0)
 
     def by_rule(self, idx: list[int]) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = {}
@@ -434,9 +438,10 @@ def op_name(f: Finding) -> str:
 # ------------------------------------------------------------------------------------------ estimate
 
 
-def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None) -> tuple[list[Task], Estimate]:
+def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None,
+             assume_fixed: bool = False) -> tuple[list[Task], Estimate]:
     """Tasks and the estimate for the findings on the training path (indices refer to `findings`)."""
-    planner = _Planner(findings, catalog, reach)
+    planner = _Planner(findings, catalog, reach, assume_fixed)
     planner.group()
     planner.cost()
     tasks = planner.tasks()

@@ -41,7 +41,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
             off_path.append(f)
         else:
             on_path.append(f)
-    tasks, est = estimate(on_path, catalog, reach)
+    tasks, est = estimate(on_path, catalog, reach, assume_fixed=settings.assume_fixed)
     report = Report(
         tool_version=__version__,
         target=settings.target,

@@ -171,12 +171,13 @@ def with_baseline(report, baseline_path: Path | None, write_baseline: Path | Non
 @baseline_option
 @click.option("--write-baseline", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False),
               help="Write every finding's fingerprint to FILE: they are accepted from now on.")
+@click.option("--assume-fixed", is_flag=True, help="Cost the findings `neuron-ready fix` rewrites (safe fixes) as already done.")
 @click.option("--entry", "entries", multiple=True, metavar="FILE_OR_MODULE", help="A training entry point (repeatable); default: detected (a __main__ guard that trains).")
 @scan_options
 @run_options
 @color_option
 @click.pass_context
-def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entries, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
+def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, assume_fixed, entries, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
          jobs, no_cache, cache_dir, quiet, color):
     """Scan PATHS (default: the current directory) for what a Trainium port must change.
 
@@ -186,6 +187,7 @@ def scan(ctx, paths, fmt, output, fail_on, baseline_path, write_baseline, entrie
     settings = build_settings(paths, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore, fail_on)
     if entries:
         settings.entries = list(entries)
+    settings.assume_fixed = assume_fixed
     apply_run_options(settings, jobs, no_cache, cache_dir)
     outcome = run_with_progress(settings, quiet)
     report = with_baseline(outcome.report, baseline_path, write_baseline)

@@ -183,6 +183,7 @@ def render(report: Report) -> str:
         *_breakeven(report),
         *_tasks(report),
         *_findings(f"Findings on the training path ({len(report.findings)})", report.findings),
+        *([f"<p>{_e(report.fixable_line('neuron-ready fix'))}</p>"] if report.fixable_line() else []),
         *_findings(f"Off the training path ({len(report.off_path)})", report.off_path, reason=True),
     ]
     if report.diagnostics:

@@ -64,6 +64,8 @@ def render(report: Report, color: bool = False, width: int | None = None) -> str
         f"{n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''} "
         f"({fb} with a fallback, {report.suppressed} suppressed) · {report.files_scanned} files scanned · target {report.target}"
     )
+    if report.fixable_line():
+        out.append(report.fixable_line())
     cls = s(est.effort_class, fg=_CLASS_COLOR.get(est.effort_class, "white"), bold=True)
     out.append(
         f"Readiness {est.score}/100 · effort: {cls} · P50 {_pd(est.p50)} / P80 {_pd(est.p80)} person-days "
