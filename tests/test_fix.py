@@ -134,7 +134,7 @@ def test_cli_diff_then_fix_then_rescan(tmp_path):
     assert diff.code == 1, diff.err
     assert "--- a/train.py" in diff.out and "+    if torch.accelerator.is_available():" in diff.out
     assert "Would fix 6 findings in 1 file; 5 left." in diff.err
-    assert "train.py:30:5: NR1013 left: its fix is unsafe" in diff.err
+    assert "train.py:34:5: NR1013 left: its fix is unsafe" in diff.err  # its line in the fixed file
     assert train.read_bytes() == original  # --diff writes nothing
     before = json.loads(run_cli("scan", str(project), "--format", "json", "--no-cache", cwd=tmp_path).out)
     assert before["summary"]["fixable"] == 6 and before["summary"]["fixable_unsafe"] == 2
@@ -283,3 +283,17 @@ names = ["cuda"]
     with pytest.raises(CatalogError) as e:
         load_text(text, "extra.toml")
     assert str(e.value).startswith("extra.toml: NR1099: ") and expected in str(e.value)
+
+
+def test_a_cuda_test_is_rewritten_only_once_the_code_it_guards_is(tmp_path):
+    """A device-agnostic test would let other accelerators into CUDA-only code, so it waits for
+    the code it guards; fixes run until nothing changes (Ruff's convention), in one `fix`."""
+    guarded = "import torch\nif torch.cuda.is_available():\n    name = torch.cuda.get_device_name(0)\n"
+    left = fix_text(tmp_path, guarded, CATALOG.select(select=["device"]))
+    assert left.after == guarded
+    assert any("it guards CUDA-only code (`name = torch.cuda.get_device_name(0)`)" in why for _, why in left.left)
+    source = "import torch\nif torch.cuda.is_available():  # a GPU\n    torch.cuda.synchronize()\n"
+    result = fix_text(tmp_path, source, CATALOG.select(select=["device"]))
+    assert result.after == ("import torch\nif torch.accelerator.is_available():  # a GPU\n"
+                            "    torch.accelerator.synchronize()\n")
+    assert len(result.fixed) == 2 and not result.left

@@ -64,7 +64,7 @@ def fix_cmd(ctx, paths, show_diff, unsafe_fixes, target, select, ignore, exclude
             fix.fixed = []
     if not quiet:
         for fix in fixes:
-            for f, why in fix.left:
+            for f, why in sorted(fix.left, key=lambda pair: pair[0].sort_key()):
                 click.echo(f"{f.path}:{f.line}:{f.column}: {f.rule} left: {why}", file=out)
     for d in diagnostics:
         where = f"{d.path}:{d.line}" if d.line else d.path

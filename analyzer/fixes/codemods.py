@@ -294,24 +294,64 @@ def accelerator(hit: Hit, ctx: ModuleContext) -> Edit | str:
         return f"`{hit.symbol}` has no device-agnostic equivalent in `torch.accelerator`"
     if any(a.keyword is not None for a in call.args):
         return f"passes a keyword argument (`{_short(call)}`), which `torch.accelerator.{entry[0]}` does not take"
+    if entry[1] is None:
+        guarded = _guarded_cuda_code(call, ctx)
+        if guarded:
+            return f"it guards CUDA-only code (`{guarded}`), which other accelerators would then run"
     func = _expr(f"torch.accelerator.{entry[0]}")
+
+    guarded = entry[1] is None or _under_availability_test(call, ctx)
 
     def rename(updated: cst.Call) -> cst.BaseExpression:
         new = updated.with_changes(func=func, lpar=(), rpar=())
-        if entry[1] is None or entry[1] == STATEMENT:
+        if guarded or entry[1] == STATEMENT:
             return _keep_parens(updated, new)
         fallback = _expr(entry[1])
         return cst.IfExp(test=_expr(_AVAILABLE), body=new, orelse=fallback,
                          lpar=updated.lpar or [cst.LeftParen()], rpar=updated.rpar or [cst.RightParen()])
 
     edit = Edit({id(call): rename}, torch=True)
-    if entry[1] == STATEMENT:
+    if entry[1] == STATEMENT and not guarded:
         line = _statement_of(call, ctx)
         if line is None:
             return f"its value is used (`{_short(call)}`); only a statement of its own can be guarded"
         edit.replace[id(line)] = _guarded
         edit.nodes.append(line)
     return edit
+
+
+_AVAILABILITY_TESTS = frozenset({"torch.cuda.is_available()", _AVAILABLE})
+
+
+def _under_availability_test(node: cst.CSTNode, ctx: ModuleContext) -> bool:
+    """True inside the body of `if torch.cuda.is_available():` (or torch.accelerator's): the call
+    already runs only where a device is (and the test is rewritten on its own)."""
+    inner = node
+    for p in ctx.ancestors(node):
+        if type(p) is cst.If and p.body is inner and _code(p.test).strip() in _AVAILABILITY_TESTS:
+            return True
+        inner = p
+    return False
+
+
+def _guarded_cuda_code(call: cst.CSTNode, ctx: ModuleContext) -> str | None:
+    """The CUDA code that the `if`/`while`/conditional expression whose test holds `call` runs,
+    when its body still mentions CUDA (a device-agnostic test would let other accelerators in)."""
+    inner = call
+    for p in ctx.ancestors(call):
+        t = type(p)
+        if t in (cst.If, cst.While, cst.IfExp) and p.test is inner:
+            body = p.body.body if type(p.body) in (cst.IndentedBlock, cst.SimpleStatementSuite) else [p.body]
+            for st in body:
+                if any((type(n) is cst.Name and _CUDA_WORD.search(n.value))
+                       or (type(n) is cst.SimpleString and any("cuda" in v for v in string_shapes(n)))
+                       for n in iter_subtree(st)):
+                    return _short(st.with_changes(leading_lines=()) if hasattr(st, "leading_lines") else st)
+            return None
+        if t not in (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget):
+            return None
+        inner = p
+    return None
 
 
 def _guarded(line: cst.SimpleStatementLine) -> cst.If:

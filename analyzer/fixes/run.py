@@ -21,6 +21,7 @@ from ..sources.imports import python_facts
 NO_FIX = "no automatic fix for this rule"
 UNSAFE = "its fix is unsafe (it changes numerics or behaviour): apply it with --unsafe-fixes"
 NOTEBOOK = "notebooks are not rewritten; fix the code cell by hand"
+MAX_PASSES = 5
 
 
 @dataclass
@@ -52,33 +53,24 @@ def plan_file(job: FileJob, ctx: ScanContext, unsafe: bool) -> FileFix:
         out.diagnostic = Diagnostic(job.rel, s.kind, f"{s.message}; left untouched", s.line)
         return out
     out.before = out.after = text
-    try:
-        res, pairs = reported_hits(text, job.rel, ctx)
-    except Unparseable as e:
-        d = _syntax_diagnostic(job.rel, e, text)
-        out.diagnostic = Diagnostic(d.path, d.kind, f"{d.message}; left untouched", d.line)
-        return out
-    except RecursionError:
-        out.diagnostic = Diagnostic(job.rel, "too-complex", "nested too deeply to analyse; left untouched")
-        return out
-    from .codemods import Edit, ModuleContext, apply, decide
-
-    module_name, is_package = module_name_of(job.rel)
-    mctx = ModuleContext(res.module, text, python_facts(text, module_name, is_package)["imports"])
-    edits: list[Edit] = []
-    for hit, finding in pairs:
-        decision = decide(hit, mctx)
-        if decision is None:
-            out.left.append((finding, NO_FIX))
-        elif isinstance(decision, str):
-            out.left.append((finding, decision))
-        elif hit.rule.fix == "unsafe" and not unsafe:
-            out.left.append((finding, UNSAFE))
-        else:
-            edits.append(decision)
-            out.fixed.append(finding)
-    if edits:
-        out.after = apply(res.module, edits, mctx).code
+    # Like Ruff, fix until nothing more changes: a rewrite can make another one possible (a CUDA
+    # test becomes device-agnostic once the CUDA code it guards is).
+    for _ in range(MAX_PASSES):
+        try:
+            edits, out.left = _one_pass(out, out.after, ctx, unsafe)
+        except Unparseable as e:
+            d = _syntax_diagnostic(job.rel, e, text)
+            out.diagnostic = Diagnostic(d.path, d.kind, f"{d.message}; left untouched", d.line)
+            out.after = text
+            return out
+        except RecursionError:
+            out.diagnostic = Diagnostic(job.rel, "too-complex", "nested too deeply to analyse; left untouched")
+            out.after = text
+            return out
+        if edits is None:
+            break
+        out.after = edits
+    if out.after != text:
         try:
             compile(out.after, job.path, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as e:  # a bug of ours: never write code that does not compile
@@ -86,6 +78,31 @@ def plan_file(job: FileJob, ctx: ScanContext, unsafe: bool) -> FileFix:
             out.left += [(f, "the rewrite would not compile") for f in out.fixed]
             out.fixed, out.after = [], text
     return out
+
+
+def _one_pass(out: FileFix, text: str, ctx: ScanContext, unsafe: bool) -> tuple[str | None, list]:
+    """One scan-and-rewrite of `text`: the new text (None when nothing was fixed) and what is left."""
+    from .codemods import Edit, ModuleContext, apply, decide
+
+    res, pairs = reported_hits(text, out.job.rel, ctx)
+    module_name, is_package = module_name_of(out.job.rel)
+    mctx = ModuleContext(res.module, text, python_facts(text, module_name, is_package)["imports"])
+    edits: list[Edit] = []
+    left: list[tuple[Finding, str]] = []
+    for hit, finding in pairs:
+        decision = decide(hit, mctx)
+        if decision is None:
+            left.append((finding, NO_FIX))
+        elif isinstance(decision, str):
+            left.append((finding, decision))
+        elif hit.rule.fix == "unsafe" and not unsafe:
+            left.append((finding, UNSAFE))
+        else:
+            edits.append(decision)
+            out.fixed.append(finding)
+    if not edits:
+        return None, left
+    return apply(res.module, edits, mctx).code, left
 
 
 def notebook_left(job: FileJob, ctx: ScanContext) -> FileFix:
