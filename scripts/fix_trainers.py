@@ -36,6 +36,8 @@ REASONS = [
     ("no automatic fix", "no fix for the rule"),
     ("its fix is unsafe", "unsafe fix (needs --unsafe-fixes)"),
     ("under `", "CUDA test with another branch"),
+    ("it guards CUDA-only code", "CUDA test guarding CUDA code"),
+    ("its answer is", "device query used as a value"),
     ("chooses its value", "CUDA test with another branch"),
     ("builds a string", "string built from 'cuda'"),
     ("names a device index", "device index (`cuda:N`)"),

@@ -266,12 +266,13 @@ def to_device(hit: Hit, ctx: ModuleContext) -> Edit | str:
 
 
 # torch.cuda call -> (torch.accelerator function, what to use where there is no accelerator):
-# None = it works everywhere; STATEMENT = guard the statement; else the value to use instead.
+# None = it works everywhere, but its answer decides whether CUDA code runs (rewritten only as a
+# test, see _guarded_cuda_code); STATEMENT = guard the statement; else the value to use instead.
 STATEMENT = "statement"
+TEST = None
 ACCELERATOR = {
-    "torch.cuda.is_available": ("is_available", None),
-    "torch.cuda.device_count": ("device_count", None),
-    "torch.cuda.current_device": ("current_device_index", "0"),
+    "torch.cuda.is_available": ("is_available", TEST),
+    "torch.cuda.device_count": ("device_count", TEST),
     "torch.cuda.synchronize": ("synchronize", STATEMENT),
     "torch.cuda.set_device": ("set_device_index", STATEMENT),
     "torch.cuda.empty_cache": ("empty_cache", STATEMENT),
@@ -283,6 +284,11 @@ ACCELERATOR = {
     "torch.cuda.memory_stats": ("memory_stats", "{}"),
 }
 _AVAILABLE = "torch.accelerator.is_available()"
+# torch.cuda calls with a torch.accelerator counterpart that is still not a safe rewrite.
+NOT_REWRITTEN = {
+    "torch.cuda.current_device": "its answer is a CUDA device index; `torch.accelerator.current_device_index()` "
+                                 "raises where there is no accelerator",
+}
 
 
 def accelerator(hit: Hit, ctx: ModuleContext) -> Edit | str:
@@ -290,14 +296,16 @@ def accelerator(hit: Hit, ctx: ModuleContext) -> Edit | str:
     `torch.cuda.max_memory_allocated()` -> `(torch.accelerator.max_memory_allocated() if ... else 0)`."""
     call = hit.node
     entry = ACCELERATOR.get(hit.symbol)
+    if hit.symbol in NOT_REWRITTEN:
+        return NOT_REWRITTEN[hit.symbol]
     if entry is None or type(call) is not cst.Call:
         return f"`{hit.symbol}` has no device-agnostic equivalent in `torch.accelerator`"
     if any(a.keyword is not None for a in call.args):
         return f"passes a keyword argument (`{_short(call)}`), which `torch.accelerator.{entry[0]}` does not take"
-    if entry[1] is None:
-        guarded = _guarded_cuda_code(call, ctx)
-        if guarded:
-            return f"it guards CUDA-only code (`{guarded}`), which other accelerators would then run"
+    if entry[1] is TEST:
+        why = _guarded_cuda_code(call, ctx)
+        if why:
+            return why
     func = _expr(f"torch.accelerator.{entry[0]}")
 
     guarded = entry[1] is None or _under_availability_test(call, ctx)
@@ -335,23 +343,35 @@ def _under_availability_test(node: cst.CSTNode, ctx: ModuleContext) -> bool:
 
 
 def _guarded_cuda_code(call: cst.CSTNode, ctx: ModuleContext) -> str | None:
-    """The CUDA code that the `if`/`while`/conditional expression whose test holds `call` runs,
-    when its body still mentions CUDA (a device-agnostic test would let other accelerators in)."""
+    """Why a device query cannot become device-agnostic, or None when it can: its answer decides
+    whether CUDA code runs, so it is rewritten only as the test of an `if`, `while` or conditional
+    expression whose guarded code no longer uses CUDA (backend flags aside, which any machine takes).
+    Anywhere else (a variable, a decorator's argument) it may guard CUDA code out of sight."""
     inner = call
     for p in ctx.ancestors(call):
         t = type(p)
         if t in (cst.If, cst.While, cst.IfExp) and p.test is inner:
             body = p.body.body if type(p.body) in (cst.IndentedBlock, cst.SimpleStatementSuite) else [p.body]
             for st in body:
-                if any((type(n) is cst.Name and _CUDA_WORD.search(n.value))
-                       or (type(n) is cst.SimpleString and any("cuda" in v for v in string_shapes(n)))
-                       for n in iter_subtree(st)):
-                    return _short(st.with_changes(leading_lines=()) if hasattr(st, "leading_lines") else st)
+                if not _sets_backend_flag(st) and any(
+                        (type(n) is cst.Name and _CUDA_WORD.search(n.value))
+                        or (type(n) is cst.SimpleString and any("cuda" in v for v in string_shapes(n)))
+                        for n in iter_subtree(st)):
+                    shown = st.with_changes(leading_lines=()) if hasattr(st, "leading_lines") else st
+                    return f"it guards CUDA-only code (`{_short(shown)}`), which other accelerators would then run"
             return None
         if t not in (cst.BooleanOperation, cst.UnaryOperation, cst.Comparison, cst.ComparisonTarget):
-            return None
+            break
         inner = p
-    return None
+    return (f"its answer is used (`{_short(inner)}`) where it may decide whether CUDA code runs; "
+            "only the test of an `if` whose code is device-agnostic is rewritten")
+
+
+def _sets_backend_flag(st: cst.CSTNode) -> bool:
+    """`torch.backends.cuda.matmul.allow_tf32 = True` and friends: flags every machine accepts."""
+    if type(st) is not cst.SimpleStatementLine or len(st.body) != 1 or type(st.body[0]) is not cst.Assign:
+        return False
+    return all((dotted_parts(t.target) or [""])[:2] == ["torch", "backends"] for t in st.body[0].targets)
 
 
 def _guarded(line: cst.SimpleStatementLine) -> cst.If:
