@@ -96,6 +96,19 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 import torch
 x = x.to(f"cuda:{rank}")
 ''', "builds a string from 'cuda'"),
+    "comparison": ('''
+import torch as th
+using_cuda = device.type == th.device("cuda").type
+''', "compared (`device.type == th.device(\"cuda\").type`)"),
+    "test about CUDA itself": ('''
+import torch
+if device == "cuda" and not torch.cuda.is_available():
+    device = "cpu"
+''', "the test asks about CUDA itself"),
+    "argument of a CUDA call": ('''
+import torch
+props = torch.cuda.get_device_properties(torch.device("cuda"))
+''', "an argument of a CUDA-only call (`torch.cuda.get_device_properties`)"),
     "extension wrapper": ('''
 import torch
 from torch.utils.cpp_extension import load
@@ -297,3 +310,14 @@ def test_a_cuda_test_is_rewritten_only_once_the_code_it_guards_is(tmp_path):
     assert result.after == ("import torch\nif torch.accelerator.is_available():  # a GPU\n"
                             "    torch.accelerator.synchronize()\n")
     assert len(result.fixed) == 2 and not result.left
+
+
+def test_the_module_s_own_name_for_torch_is_used(tmp_path):
+    source = "import torch as th\n\nx = th.ones(2).cuda()\nth.cuda.synchronize()\n"
+    result = fix_text(tmp_path, source, CATALOG.select(select=["device"]))
+    assert result.after == (
+        "import torch as th\n\n"
+        "# The accelerator this module runs on (CUDA, Neuron, ...), else the CPU: set by `neuron-ready fix`.\n"
+        'DEVICE = th.accelerator.current_accelerator(check_available=True) or th.device("cpu")\n\n'
+        "x = th.ones(2).to(DEVICE)\nif th.accelerator.is_available():\n    th.accelerator.synchronize()\n"
+    )

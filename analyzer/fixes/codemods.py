@@ -55,6 +55,14 @@ class ModuleContext:
         )
         self._parents: dict[int, cst.CSTNode] | None = None
         self._device: str | None = None
+        self.torch, self.imports_torch = torch_name(module)
+
+    def code(self, text: str) -> str:
+        """`text` with `torch.` spelled as the module imports it (`import torch as th`: `th.`)."""
+        return text if self.torch == "torch" else re.sub(r"\btorch\.", self.torch + ".", text)
+
+    def expr(self, text: str) -> cst.BaseExpression:
+        return _expr(self.code(text))
 
     @property
     def parents(self) -> dict[int, cst.CSTNode]:
@@ -80,7 +88,7 @@ class ModuleContext:
     def device(self) -> str:
         """The module's device variable: the one a previous fix added, else a fresh name."""
         if self._device is None:
-            self._device = existing_device(self.module) or _fresh_name(self.module, "DEVICE")
+            self._device = existing_device(self.module, self) or _fresh_name(self.module, "DEVICE")
         return self._device
 
 
@@ -93,11 +101,30 @@ def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield v
 
 
-def existing_device(module: cst.Module) -> str | None:
+def torch_name(module: cst.Module) -> tuple[str, bool]:
+    """How the module's top level names torch (`torch`, else the alias of `import torch as th`),
+    and whether an import binds that name."""
+    alias = None
+    for st in module.body:
+        if type(st) is cst.SimpleStatementLine:
+            for small in st.body:
+                if type(small) is cst.Import:
+                    for a in small.names:
+                        if (dotted_parts(a.name) or [""])[0] != "torch":
+                            continue
+                        if a.asname is None:
+                            return "torch", True
+                        if dotted_parts(a.name) == ["torch"] and type(a.asname.name) is cst.Name:
+                            alias = alias or a.asname.name.value
+    return (alias, True) if alias else ("torch", False)
+
+
+def existing_device(module: cst.Module, ctx: "ModuleContext") -> str | None:
+    init = ctx.code(DEVICE_INIT)
     for st in module.body:
         if type(st) is cst.SimpleStatementLine and len(st.body) == 1 and type(st.body[0]) is cst.Assign:
             a = st.body[0]
-            if len(a.targets) == 1 and type(a.targets[0].target) is cst.Name and _code(a.value) == DEVICE_INIT:
+            if len(a.targets) == 1 and type(a.targets[0].target) is cst.Name and _code(a.value) == init:
                 return a.targets[0].target.value
     return None
 
@@ -136,6 +163,9 @@ def decide(hit: Hit, ctx: ModuleContext) -> Edit | str | None:
     branch = _cuda_branch(hit.node, ctx)
     if branch is not None:
         return f"under `{branch}`, which already has a non-CUDA branch"
+    call = _enclosing_cuda_call(hit.node, ctx)
+    if call is not None:
+        return f"an argument of a CUDA-only call (`{call}`)"
     result = CODEMODS[rule.codemod](hit, ctx)
     if isinstance(result, Edit) and not result.nodes:
         result.nodes.append(hit.node)
@@ -156,8 +186,29 @@ def _cuda_branch(node: cst.CSTNode, ctx: ModuleContext) -> str | None:
     return None
 
 
-def _mentions_cuda(expr: cst.CSTNode) -> bool:
+def _enclosing_cuda_call(node: cst.CSTNode, ctx: ModuleContext) -> str | None:
+    """The `torch.cuda.…` call (or any `….cuda.…` call) whose arguments hold `node`, within its statement."""
+    for p in ctx.ancestors(node):
+        if isinstance(p, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return None
+        if type(p) is cst.Call and "cuda" in (dotted_parts(p.func) or [])[:-1]:
+            return ".".join(dotted_parts(p.func))
+    return None
+
+
+def _in_comparison(node: cst.CSTNode, ctx: ModuleContext) -> str | None:
+    for p in ctx.ancestors(node):
+        if isinstance(p, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return None
+        if type(p) is cst.Comparison:
+            return _short(p)
+    return None
+
+
+def _mentions_cuda(expr: cst.CSTNode, skip: set[int] = frozenset()) -> bool:
     for n in iter_subtree(expr):
+        if id(n) in skip:
+            continue
         t = type(n)
         if t is cst.Name and _CUDA_WORD.search(n.value):
             return True
@@ -203,9 +254,9 @@ def _keep_parens(old: cst.CSTNode, new: cst.BaseExpression) -> cst.BaseExpressio
     return new.with_changes(lpar=lpar, rpar=rpar) if lpar else new
 
 
-def _replace_with(code: str, ctx: ModuleContext | None = None) -> Replace:
+def _replace_with(code: str, ctx: ModuleContext) -> Replace:
     """Replace by `code`; `{device}` in it is the device variable's name, chosen when the edit is made."""
-    return lambda updated: _keep_parens(updated, _expr(code.format(device=ctx.device) if ctx else code))
+    return lambda updated: _keep_parens(updated, ctx.expr(code.format(device=ctx.device)))
 
 
 def _statement_of(node: cst.CSTNode, ctx: ModuleContext) -> cst.SimpleStatementLine | None:
@@ -234,6 +285,9 @@ def _literal_edit(hit: Hit, ctx: ModuleContext, word: str, other: Callable[[str]
         return f"the value is not a literal {word!r}"
     edit = Edit(device=True)
     for v in values:
+        compared = _in_comparison(v, ctx)
+        if compared:
+            return f"compared (`{compared}`): the code asks whether it is on CUDA itself"
         lit = literal_value(v)
         if not isinstance(lit, str):
             return _string_refusal(v, word)
@@ -306,7 +360,7 @@ def accelerator(hit: Hit, ctx: ModuleContext) -> Edit | str:
         why = _guarded_cuda_code(call, ctx)
         if why:
             return why
-    func = _expr(f"torch.accelerator.{entry[0]}")
+    func = ctx.expr(f"torch.accelerator.{entry[0]}")
 
     guarded = entry[1] is None or _under_availability_test(call, ctx)
 
@@ -315,7 +369,7 @@ def accelerator(hit: Hit, ctx: ModuleContext) -> Edit | str:
         if guarded or entry[1] == STATEMENT:
             return _keep_parens(updated, new)
         fallback = _expr(entry[1])
-        return cst.IfExp(test=_expr(_AVAILABLE), body=new, orelse=fallback,
+        return cst.IfExp(test=ctx.expr(_AVAILABLE), body=new, orelse=fallback,
                          lpar=updated.lpar or [cst.LeftParen()], rpar=updated.rpar or [cst.RightParen()])
 
     edit = Edit({id(call): rename}, torch=True)
@@ -323,7 +377,7 @@ def accelerator(hit: Hit, ctx: ModuleContext) -> Edit | str:
         line = _statement_of(call, ctx)
         if line is None:
             return f"its value is used (`{_short(call)}`); only a statement of its own can be guarded"
-        edit.replace[id(line)] = _guarded
+        edit.replace[id(line)] = lambda updated: _guarded(updated, ctx)
         edit.nodes.append(line)
     return edit
 
@@ -336,7 +390,7 @@ def _under_availability_test(node: cst.CSTNode, ctx: ModuleContext) -> bool:
     already runs only where a device is (and the test is rewritten on its own)."""
     inner = node
     for p in ctx.ancestors(node):
-        if type(p) is cst.If and p.body is inner and _code(p.test).strip() in _AVAILABILITY_TESTS:
+        if type(p) is cst.If and p.body is inner and _code(p.test).strip() in {ctx.code(t) for t in _AVAILABILITY_TESTS}:
             return True
         inner = p
     return False
@@ -351,12 +405,12 @@ def _guarded_cuda_code(call: cst.CSTNode, ctx: ModuleContext) -> str | None:
     for p in ctx.ancestors(call):
         t = type(p)
         if t in (cst.If, cst.While, cst.IfExp) and p.test is inner:
+            own = {id(n) for n in iter_subtree(call)}
+            if inner is not call and _mentions_cuda(inner, skip=own):
+                return f"the test asks about CUDA itself (`{_short(inner)}`)"
             body = p.body.body if type(p.body) in (cst.IndentedBlock, cst.SimpleStatementSuite) else [p.body]
             for st in body:
-                if not _sets_backend_flag(st) and any(
-                        (type(n) is cst.Name and _CUDA_WORD.search(n.value))
-                        or (type(n) is cst.SimpleString and any("cuda" in v for v in string_shapes(n)))
-                        for n in iter_subtree(st)):
+                if not _sets_backend_flag(st) and _mentions_cuda(st):
                     shown = st.with_changes(leading_lines=()) if hasattr(st, "leading_lines") else st
                     return f"it guards CUDA-only code (`{_short(shown)}`), which other accelerators would then run"
             return None
@@ -374,9 +428,9 @@ def _sets_backend_flag(st: cst.CSTNode) -> bool:
     return all((dotted_parts(t.target) or [""])[:2] == ["torch", "backends"] for t in st.body[0].targets)
 
 
-def _guarded(line: cst.SimpleStatementLine) -> cst.If:
+def _guarded(line: cst.SimpleStatementLine, ctx: ModuleContext) -> cst.If:
     inner = line.with_changes(leading_lines=())
-    return cst.If(test=_expr(_AVAILABLE), body=cst.IndentedBlock([inner]), leading_lines=line.leading_lines)
+    return cst.If(test=ctx.expr(_AVAILABLE), body=cst.IndentedBlock([inner]), leading_lines=line.leading_lines)
 
 
 def nccl_backend(hit: Hit, ctx: ModuleContext) -> Edit | str:
@@ -399,7 +453,7 @@ def autocast(hit: Hit, ctx: ModuleContext) -> Edit | str:
     def rewrite(updated: cst.Call) -> cst.Call:
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if updated.args else cst.MaybeSentinel.DEFAULT
         first = cst.Arg(_expr(f"{ctx.device}.type"), comma=comma)
-        return updated.with_changes(func=_expr("torch.autocast"), args=[first, *updated.args])
+        return updated.with_changes(func=ctx.expr("torch.autocast"), args=[first, *updated.args])
 
     return Edit({id(call): rewrite}, device=True)
 
@@ -430,7 +484,7 @@ def bfloat16(hit: Hit, ctx: ModuleContext) -> Edit | str:
         parts = dotted_parts(node)
         if t is cst.Attribute and parts and parts[-1] in ("float16", "half"):
             return Edit({id(node): lambda u: u.with_changes(attr=cst.Name("bfloat16"))})
-        return Edit({id(node): _replace_with("torch.bfloat16")}, torch=True)
+        return Edit({id(node): _replace_with("torch.bfloat16", ctx)}, torch=True)
     values = _matched_values(hit)
     if not values:
         return "the dtype is not a literal string"
@@ -512,10 +566,10 @@ def apply(module: cst.Module, edits: list[Edit], ctx: ModuleContext) -> cst.Modu
             drops.setdefault(block, set()).add(index)
     at = _insert_at(module, edits, ctx)
     at -= sum(1 for i in drops.get(id(module), ()) if i < at)
-    add_device = any(e.device for e in edits) and existing_device(module) is None
-    add_torch = any(e.torch or e.device for e in edits) and not _imports_torch(module)
+    add_device = any(e.device for e in edits) and existing_device(module, ctx) is None
+    add_torch = any(e.torch or e.device for e in edits) and not ctx.imports_torch
     fixed = module.visit(_Apply(replace, drops))
-    header = (["import torch\n"] if add_torch else []) + ([f"{ctx.device} = {DEVICE_INIT}\n"] if add_device else [])
+    header = (["import torch\n"] if add_torch else []) + ([f"{ctx.device} = {ctx.code(DEVICE_INIT)}\n"] if add_device else [])
     if not header:
         return fixed
     stmts = [cst.parse_statement(code) for code in header]
@@ -526,18 +580,6 @@ def apply(module: cst.Module, edits: list[Edit], ctx: ModuleContext) -> cst.Modu
     if at < len(body) and not any(line.comment is None for line in body[at].leading_lines):
         body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), *body[at].leading_lines])
     return fixed.with_changes(body=[*body[:at], *stmts, *body[at:]])
-
-
-def _imports_torch(module: cst.Module) -> bool:
-    """True when a top-level `import torch` (or `import torch.x`) binds the name `torch`."""
-    for st in module.body:
-        if type(st) is cst.SimpleStatementLine:
-            for small in st.body:
-                if type(small) is cst.Import and any(
-                    alias.asname is None and (dotted_parts(alias.name) or [""])[0] == "torch" for alias in small.names
-                ):
-                    return True
-    return False
 
 
 def _insert_at(module: cst.Module, edits: list[Edit], ctx: ModuleContext) -> int:
