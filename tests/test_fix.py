@@ -321,3 +321,16 @@ def test_the_module_s_own_name_for_torch_is_used(tmp_path):
         'DEVICE = th.accelerator.current_accelerator(check_available=True) or th.device("cpu")\n\n'
         "x = th.ones(2).to(DEVICE)\nif th.accelerator.is_available():\n    th.accelerator.synchronize()\n"
     )
+
+
+def test_encoding_bom_and_line_endings_are_kept(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    path = project / "crlf.py"
+    path.write_bytes(b"\xef\xbb\xbfimport torch\r\nx = torch.ones(2).cuda()  # caf\xc3\xa9\r\n")
+    r = run_cli("fix", str(project), cwd=tmp_path)
+    assert r.code == 0 and "Fixed 1 finding in 1 file" in r.out, r.out + r.err
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbfimport torch\r\n")
+    assert b"x = torch.ones(2).to(DEVICE)  # caf\xc3\xa9\r\n" in data
+    assert b"\n" not in data.replace(b"\r\n", b"")
