@@ -20,6 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from .fixes import CODEMODS, FIX_KINDS
 from .model import CATEGORIES, CONFIDENCES, TARGETS
 from .numbers import plural
 
@@ -150,6 +151,9 @@ class Rule:
     valid: tuple[str, ...] = ()  # examples that must not be flagged
     example_file: str = "example.py"
     origin: str = ""  # the catalog file it came from
+    fix: str = ""  # "safe" or "unsafe": `neuron-ready fix` can rewrite what the rule finds; "" = no fix
+    codemod: str = ""  # the codemod that does it (fixes/codemods.py)
+    fix_examples: tuple[tuple[str, str], ...] = ()  # (before, after) pairs, run as tests
 
     def remedy_for(self, target: str) -> str:
         return self.remedy_xla if target == "xla" and self.remedy_xla else self.remedy
@@ -320,6 +324,7 @@ class _Checker:
 RULE_FIELDS = (
     "id", "title", "category", "targets", "match", "effort", "confidence", "remedy", "remedy_xla",
     "why", "source", "evidence", "message", "see_also", "fallback", "invalid", "valid", "example_file",
+    "fix", "codemod", "fix_example",
 )
 MATCH_FIELDS: dict[str, tuple[str, ...]] = {
     "import": ("modules",),
@@ -447,6 +452,30 @@ def _number(c: _Checker, d: dict, key: str) -> float:
     return float(v)
 
 
+def _parse_fix(c: _Checker, raw: dict) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """`fix = "safe" | "unsafe"`, `codemod = NAME` and `[[rule.fix_example]]` tables (before, after)."""
+    if "fix" not in raw:
+        for key in ("codemod", "fix_example"):
+            if key in raw:
+                raise c.fail(key, "needs 'fix' (safe or unsafe)")
+        return "", "", ()
+    kind = c.choice(raw, "fix", "fix", FIX_KINDS)
+    codemod = c.choice(raw, "codemod", "codemod", tuple(CODEMODS))
+    examples = raw.get("fix_example")
+    if isinstance(examples, dict):
+        examples = [examples]
+    if not isinstance(examples, list) or not examples:
+        raise c.fail("fix_example", "a rule with a fix needs at least one [[rule.fix_example]] with before and after")
+    pairs = []
+    for i, ex in enumerate(examples):
+        name = f"fix_example[{i}]"
+        if not isinstance(ex, dict):
+            raise c.fail(name, f"expected a table, got {ex!r}")
+        c.unknown(ex, ("before", "after"), name + ".")
+        pairs.append((c.string(ex, "before", name + ".before"), c.string(ex, "after", name + ".after")))
+    return kind, codemod, tuple(pairs)
+
+
 def parse_rule(raw: Any, origin: str, index: int) -> Rule:
     if not isinstance(raw, dict):
         raise CatalogError(f"{origin}: rule #{index + 1}: expected a table")
@@ -485,6 +514,7 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
             raise c.fail("see_also", f"expected http(s) links, got {s!r}")
     invalid = c.strings(raw, "invalid", "invalid")
     valid = c.strings(raw, "valid", "valid")
+    fix, codemod, fix_examples = _parse_fix(c, raw)
     rule = Rule(
         id=rid,
         title=c.string(raw, "title", "title"),
@@ -505,6 +535,9 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
         valid=valid,
         example_file=c.string(raw, "example_file", "example_file", required=False, default="example.py"),
         origin=origin,
+        fix=fix,
+        codemod=codemod,
+        fix_examples=fix_examples,
     )
     if rule.static and not invalid:
         raise c.fail("invalid", "a rule that matches source needs at least one example that it flags")

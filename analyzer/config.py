@@ -68,6 +68,7 @@ class Settings:
     cache_dir: Path | None = None
     workload: dict[str, Any] = field(default_factory=dict)
     config_path: Path | None = None
+    assume_fixed: bool = False  # cost what `neuron-ready fix` rewrites (safe fixes) as done
 
 
 def display_root(settings: Settings) -> str:

@@ -203,13 +203,15 @@ class _Draft:
 
 class _Planner:
     def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None", keep: bool = False,
-                 references: frozenset[str] = frozenset(), target: str = "", compiled: bool = True) -> None:
+                 references: frozenset[str] = frozenset(), target: str = "", compiled: bool = True,
+                 assume_fixed: bool = False) -> None:
         self.target = target
         self.compiled = compiled
         self.keep = keep  # costing a feature the user keeps: its libraries are ported, never switched off
         self.references = references
         self.units: dict[str, tuple[str, float]] = {}  # task id -> (unit rule id, kernel units) on the curve
         self.findings = findings
+        self.assume_fixed = assume_fixed
         self.catalog = catalog
         self.reach = reach
         self.drafts: dict[str, _Draft] = {}
@@ -233,8 +235,11 @@ class _Planner:
         return d
 
     def rule_cost(self, rule: Rule, fs: list[Finding], rate: float = RATE_SITES) -> Range:
-        """A rule's catalog numbers grown with its sites (per occurrence) or files (per task)."""
-        return _scale(self.base(rule), size(rule, fs, rate))
+        """A rule's catalog numbers grown with its sites (per occurrence) or files (per task).
+        With --assume-fixed, what `neuron-ready fix` rewrites safely costs nothing: it is done."""
+        if self.assume_fixed:
+            fs = [f for f in fs if f.details.get("fix") != "safe"]
+        return _scale(self.base(rule), size(rule, fs, rate)) if fs else Range(0.0, 0.0, 0.0)
 
     def by_rule(self, idx: list[int]) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = {}
@@ -641,10 +646,10 @@ def op_name(f: Finding) -> str:
 
 def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None,
              keep: bool = False, references: frozenset[str] = frozenset(), target: str = "",
-             compiled: bool = True) -> tuple[list[Task], Estimate]:
+             compiled: bool = True, assume_fixed: bool = False) -> tuple[list[Task], Estimate]:
     """Tasks and the estimate for the findings on the training path (indices refer to `findings`).
     `keep`: an opt-in feature costed as kept on Trainium (a library it uses is ported, not gated)."""
-    planner = _Planner(findings, catalog, reach, keep, references, target, compiled)
+    planner = _Planner(findings, catalog, reach, keep, references, target, compiled, assume_fixed)
     planner.group()
     planner.cost()
     tasks = planner.tasks()

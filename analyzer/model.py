@@ -247,6 +247,19 @@ class Report:
     def analysed(self) -> bool:
         return self.files_analysed is None or self.files_analysed > 0
 
+    def fixable(self) -> tuple[int, int]:
+        """(safe, unsafe): findings on the training path `neuron-ready fix` can rewrite."""
+        kinds = [f.details.get("fix") for f in self.findings]
+        return kinds.count("safe"), kinds.count("unsafe")
+
+    def fixable_line(self, command: str = "`neuron-ready fix`") -> str:
+        """One sentence for the renderers, or "" when nothing is fixable."""
+        safe, unsafe = self.fixable()
+        if not safe and not unsafe:
+            return ""
+        more = f" ({unsafe} more with --unsafe-fixes)" if unsafe else ""
+        return f"{safe} of these findings can be fixed automatically with {command}{more}."
+
     def to_dict(self) -> dict[str, Any]:
         by_category: dict[str, int] = {}
         for f in self.findings:
@@ -259,6 +272,8 @@ class Report:
             "effort": self.estimate.to_dict(),
             "by_category": {c: by_category[c] for c in CATEGORIES if c in by_category},
             "fallback_findings": sum(1 for f in self.findings if f.fallback),
+            "fixable": self.fixable()[0],
+            "fixable_unsafe": self.fixable()[1],
             "off_path_findings": len(self.off_path),
             "contexts": self.context_counts(),
             "suppressed": self.suppressed,

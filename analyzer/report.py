@@ -107,7 +107,8 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     # Eager is PyTorch's default; a step is compiled when the training path calls torch.compile (a
     # library's own compile helpers say nothing about how its users train).
     compiled = ctx.compiled if ctx.function_level else False
-    tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled)
+    tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled,
+                          assume_fixed=settings.assume_fixed)
     analysed = sum(1 for r in results if analysed_file(r))
     if not analysed:
         est.score = None  # no all-clear for a scan that read no code

@@ -11,6 +11,7 @@ main.lazy = {
     "hook": ".hook:hook_cmd",
     "trace": ".trace:trace_cmd",
     "breakeven": ".breakeven:breakeven_cmd",
+    "fix": ".fix:fix_cmd",
 }
 
 __all__ = ["main"]

@@ -96,6 +96,7 @@ def main() -> None:
 
     \b
     neuron-ready scan ./repo               findings, effort class and readiness score
+    neuron-ready fix --diff ./repo         rewrite the CUDA plumbing into device-agnostic PyTorch
     neuron-ready rules [NR1001]            the rule catalog, or one rule's page
     neuron-ready trace pkg.model:build     the model's real aten ops, forward and backward
     neuron-ready diff base.json head.json  what a change adds and removes

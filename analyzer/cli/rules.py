@@ -8,6 +8,7 @@ import textwrap
 import click
 
 from ..catalog import Catalog, Rule, load_catalog, not_a_selector, selector_problem, valid_selector
+from ..fixes import CODEMODS
 from ..model import CATEGORIES, TARGETS
 from ..render.rulepage import rule_markdown
 from .base import UserError, write_output
@@ -33,6 +34,9 @@ def rule_page(rule: Rule) -> str:
     if rule.valid:
         out += ["", "Not flagged"] + [textwrap.indent(x.rstrip("\n"), "    ") for x in rule.valid[:2]]
     out += ["", "Remedy", *textwrap.wrap(rule.remedy, 96, initial_indent="  ", subsequent_indent="  ")]
+    if rule.fix:
+        how = "" if rule.fix == "safe" else " with --unsafe-fixes"
+        out += ["", f"Fix ({rule.fix}): `neuron-ready fix`{how} rewrites it: {CODEMODS[rule.codemod]}"]
     if rule.remedy_xla:
         out += ["", "Remedy on the XLA path (torch-neuronx <= 2.9)", *textwrap.wrap(rule.remedy_xla, 96, initial_indent="  ", subsequent_indent="  ")]
     out += ["", "Source", f"  {rule.source}"] + [f"  {s}" for s in rule.see_also]
@@ -57,25 +61,26 @@ def rule_dict(rule: Rule) -> dict:
         "see_also": list(rule.see_also),
         "matches": sorted({m.kind for m in rule.match}),
         "fallback": rule.fallback,
+        "fix": rule.fix or None,
     }
 
 
 def rules_table(catalog: Catalog) -> str:
-    rows = [("ID", "CATEGORY", "TARGETS", "EFFORT", "TITLE")]
+    rows = [("ID", "CATEGORY", "TARGETS", "EFFORT", "FIX", "TITLE")]
     for r in catalog:
         eff = f"{r.effort.likely:g}d/{'occ' if r.effort.per == 'occurrence' else 'task'}"
-        rows.append((r.id, r.category, ",".join(r.targets), eff, r.title))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(row[i].ljust(widths[i]) for i in range(4)) + "  " + row[4] for row in rows]
+        rows.append((r.id, r.category, ",".join(r.targets), eff, r.fix or "-", r.title))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(row[i].ljust(widths[i]) for i in range(5)) + "  " + row[5] for row in rows]
     lines.append(f"\n{len(catalog)} rules. `neuron-ready rules NR1001` explains one.")
     return "\n".join(lines) + "\n"
 
 
 def rules_markdown(catalog: Catalog) -> str:
-    out = ["| ID | Category | Targets | Effort (likely, per) | Title |", "|---|---|---|---|---|"]
+    out = ["| ID | Category | Targets | Effort (likely, per) | Fix | Title |", "|---|---|---|---|---|---|"]
     for r in catalog:
         title = r.title.replace("|", "\\|")
-        out.append(f"| {r.id} | {r.category} | {', '.join(r.targets)} | {r.effort.likely:g} d / {r.effort.per} | {title} |")
+        out.append(f"| {r.id} | {r.category} | {', '.join(r.targets)} | {r.effort.likely:g} d / {r.effort.per} | {r.fix or ''} | {title} |")
     return "\n".join(out) + "\n"
 
 

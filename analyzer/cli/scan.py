@@ -181,6 +181,7 @@ def with_baseline(report, baseline_path: Path | None, write_baseline: Path | Non
 @baseline_option
 @click.option("--write-baseline", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False),
               help="Write every finding's fingerprint to FILE: they are accepted from now on.")
+@click.option("--assume-fixed", is_flag=True, help="Cost the findings `neuron-ready fix` rewrites (safe fixes) as already done.")
 @click.option("--entry", "entries", multiple=True, metavar="FILE_OR_MODULE", help="A training entry point (repeatable); default: detected (launch commands, scripts that train).")
 @click.option("--include-opt-in", "include_opt_in", multiple=True, metavar="FEATURE,...|all",
               help="Cost these opt-in features (or all) with the must-port part: the ones you will keep.")
@@ -188,7 +189,7 @@ def with_baseline(report, baseline_path: Path | None, write_baseline: Path | Non
 @run_options
 @color_option
 @click.pass_context
-def scan(ctx, paths, fmt, output, fail_on, statistics, min_confidence, baseline_path, write_baseline, entries, include_opt_in, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
+def scan(ctx, paths, fmt, output, fail_on, statistics, min_confidence, baseline_path, write_baseline, assume_fixed, entries, include_opt_in, target, select, ignore, exclude, config_path, isolated, max_file_size, no_gitignore,
          jobs, no_cache, cache_dir, quiet, color):
     """Scan PATHS (default: the current directory) for what a Trainium port must change.
 
@@ -200,6 +201,7 @@ def scan(ctx, paths, fmt, output, fail_on, statistics, min_confidence, baseline_
         settings.entries = list(entries)
     if include_opt_in:
         settings.include_opt_in = split_list(include_opt_in)
+    settings.assume_fixed = assume_fixed
     apply_run_options(settings, jobs, no_cache, cache_dir)
     outcome = run_with_progress(settings, quiet)
     unknown = sorted(set(settings.include_opt_in) - {"all"} - set(outcome.report.extra.get("included_opt_in", ())))

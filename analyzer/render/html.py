@@ -228,6 +228,7 @@ def render(report: Report) -> str:
         *_tasks(report),
         *_findings(f"Must-port findings: the training step in the default configuration ({len(report.findings)})",
                    report.findings),
+        *([f"<p>{_e(report.fixable_line('neuron-ready fix'))}</p>"] if report.fixable_line() else []),
         *_opt_in(report),
         *_context_findings(report),
     ]

@@ -191,6 +191,8 @@ def render(report: Report) -> str:
     if report.findings:
         files = len({f.path for f in report.findings})
         blocks.append(Table(f"{_plural(len(report.findings), 'finding')} in {_plural(files, 'file')}", finding_rows(report.findings)))
+        if report.fixable_line():
+            blocks.append(report.fixable_line())
     elif not nothing:
         blocks.append("No findings: nothing here stands in the way of a Trainium port.")
     if report.diagnostics:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from ..catalog import Rule
+from ..fixes import CODEMODS
 
 _FENCE_LANG = {".py": "python", ".ipynb": "python", ".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".cc": "cpp",
                ".h": "cpp", ".hpp": "cpp", ".toml": "toml", ".cfg": "ini", ".yml": "yaml", ".yaml": "yaml"}
@@ -50,5 +51,8 @@ def rule_markdown(rule: Rule) -> str:
     out += ["", "### Remedy", "", rule.remedy]
     if rule.remedy_xla:
         out += ["", "On the XLA path (torch-neuronx <= 2.9): " + rule.remedy_xla]
+    if rule.fix:
+        how = "`neuron-ready fix`" + (" --unsafe-fixes" if rule.fix == "unsafe" else "")
+        out += ["", f"Fix ({rule.fix}): {how} rewrites it: {CODEMODS[rule.codemod]} (docs/fix.md)."]
     out += ["", "### Source", "", f"- <{rule.source}>"] + [f"- <{s}>" for s in rule.see_also]
     return "\n".join(out) + "\n"

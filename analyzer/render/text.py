@@ -140,6 +140,8 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
         f"{plural(n, 'finding')} in {plural(files, 'file')} "
         f"({fb} with a fallback, {report.suppressed} suppressed) · {plural(report.files_scanned, 'file')} scanned · target {report.target}"
     )
+    if report.fixable_line():
+        out.append(report.fixable_line())
     nothing = common.no_analysis(report)
     if nothing:
         out.append(s(nothing, fg="yellow", bold=True))

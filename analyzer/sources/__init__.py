@@ -215,18 +215,22 @@ class _Collector:
             if pathspec.GitIgnoreSpec.from_lines([pattern]).match_file(result.rel)
         )
         self.seen: set[tuple] = set()
+        self.reported: set[tuple] = set()
 
-    def add(self, f: Finding, suppress_line: int | None = None) -> None:
+    def add(self, f: Finding, suppress_line: int | None = None) -> bool:
+        """True when the finding is reported (not a duplicate, not suppressed)."""
         key = (f.rule, f.cell, f.line, f.symbol)  # one rule, one line, one symbol: one finding
         if key in self.seen:
-            return
+            return key in self.reported
         self.seen.add(key)
         if self.suppressions.covers(f.rule, f.category, suppress_line or f.line) or any(
             selector_matches(s, f.rule, f.category) for sels in self.ignored_selectors for s in sels
         ):
             self.result.suppressed += 1
-            return
+            return False
+        self.reported.add(key)
         self.result.findings.append(f)
+        return True
 
 
 class _TooDeep(Exception):
@@ -354,9 +358,13 @@ def _code_facts(tree: ast.Module | None, module_name: str, is_package: bool) -> 
 
 
 def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: ScanContext, rel: str,
-                     where: list[tuple[int, int]] | None = None) -> None:
+                     where: list[tuple[int, int]] | None = None,
+                     fixes: dict[int, str] | None = None) -> list[tuple[Hit, Finding]]:
+    """Add the hits' findings; the (hit, finding) pairs reported. `fixes`: id(hit) -> the kind of
+    fix `neuron-ready fix` has for it, kept as the finding's `fix` detail."""
     from .python import snippet_of
 
+    reported = []
     for h in hits:
         line_text = lines[h.line - 1] if 0 < h.line <= len(lines) else ""
         snippet = snippet_of(h.node)
@@ -365,7 +373,32 @@ def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: Sc
         if where is not None and 0 < h.line <= len(where):
             cell, line = where[h.line - 1]
         f = _finding(h.rule, ctx, rel, line, column, h.symbol, snippet, h.scope, h.fallback, h.details, cell)
-        col.add(f, suppress_line=h.line)
+        if fixes and id(h) in fixes:
+            f.details["fix"] = fixes[id(h)]
+        if col.add(f, suppress_line=h.line):
+            reported.append((h, f))
+    return reported
+
+
+def _fixes_for(res: PyResult, text: str, imports: list[str]) -> dict[int, str] | None:
+    """Which hits `neuron-ready fix` can rewrite (libcst is loaded already: hits came from it).
+    `imports`: the file's imports as python_facts reads them from the whole text."""
+    if not any(h.rule.codemod for h in res.hits):
+        return None
+    from ..fixes.codemods import fix_kinds
+
+    return fix_kinds(res.hits, res.module, text, imports)
+
+
+def reported_hits(text: str, rel: str, ctx: ScanContext) -> tuple[PyResult, list[tuple[Hit, Finding]]]:
+    """What `scan` reports for a Python file, from one full parse (no screen, so every hit's node
+    is in the returned module): the hits `neuron-ready fix` rewrites through. Raises Unparseable."""
+    from .python import scan_module
+
+    module_name, is_package = module_name_of(rel)
+    res = scan_module(parse_module(text), ctx.index, module_name, is_package, False, ctx.first_party)
+    col = _Collector(FileResult(rel, "python"), ctx, Suppressions(text))
+    return res, _add_python_hits(res.hits, text.splitlines(), col, ctx, rel)
 
 
 def _syntax_diagnostic(rel: str, e: Unparseable, text: str,
@@ -430,7 +463,7 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
     if res is None:
         return  # nothing to add (setup.py files, whose requirements are read here, are not screened)
     col = _Collector(result, ctx, Suppressions(text))
-    _add_python_hits(res.hits, text.splitlines(), col, ctx, job.rel)
+    _add_python_hits(res.hits, text.splitlines(), col, ctx, job.rel, fixes=_fixes_for(res, text, result.facts.get("imports", [])))
     if collect_setup:
         reqs = deps_mod.parse_dependencies("setup.py", text, res.requirements)
         _add_dependency_hits(reqs, text.splitlines(), col, ctx, job.rel)
