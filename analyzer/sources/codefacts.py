@@ -104,7 +104,7 @@ class _Facts:
         self.bindings: dict[str, str] = {}  # top-level name -> qualified name (imports)
         self.local: set[str] = set()  # top-level defs and classes
         self.defs: dict[str, list] = {}
-        self.refs: dict[str, dict[str, int]] = {}
+        self.refs: dict[str, dict[str, list[int]]] = {}
         self.imports: dict[str, list[str]] = {}
         self.regions: list[list] = []
         self.options: list[list] = []
@@ -245,7 +245,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
     _Walk(fx).run(tree)
     out = {
         "defs": fx.defs,
-        "refs": {s: [[ref, region] for ref, region in sorted(r.items())] for s, r in fx.refs.items() if r},
+        "refs": {s: [[ref, region] for ref, regions in sorted(r.items()) for region in sorted(regions)]
+                 for s, r in fx.refs.items() if r},
         "imports": {s: _least_gated(m) for s, m in fx.imports.items() if m},
         "regions": fx.regions,
         "options": fx.options,
@@ -668,15 +669,17 @@ def _least_gated(imports: list[list]) -> list[list]:
     return [[m, best[m]] for m in sorted(best)]
 
 
-def _add_ref(refs: dict[str, int], ref: str, region: int) -> None:
-    """A reference, with the condition region it is under; one that is also made outside any region
-    counts as unconditional."""
+def _add_ref(refs: dict[str, list[int]], ref: str, region: int) -> None:
+    """A reference, with the condition regions it is made under (both branches of an `if` may make
+    it); one that is also made outside any region counts as unconditional."""
     old = refs.get(ref)
     if old is None:
         if len(refs) < _MAX_REFS:
-            refs[ref] = region
-    elif region == -1 and old != -1:
-        refs[ref] = -1
+            refs[ref] = [region]
+    elif region == -1:
+        refs[ref] = [-1]
+    elif old != [-1] and region not in old and len(old) < 4:
+        old.append(region)
 
 
 def _table_name(name: str) -> bool:
