@@ -47,7 +47,7 @@ def test_breakeven_line_when_configured():
 def test_off_path_findings_are_counted():
     doc = json.loads(json_fmt.render(_report("mainstream")))
     assert "off the training path" not in markdown.render(report_from_dict(doc))
-    doc["off_path"] = doc["findings"][:2]
+    doc["off_path"] = [dict(f, context="off-path", on_path=False) for f in doc["findings"][:2]]
     assert "2 findings off the training path" in markdown.render(report_from_dict(doc))
 
 

@@ -53,6 +53,14 @@ for _cmd in ("scan", "hook", "trace"):
     })
 for _cmd in ("scan", "trace", "diff", "rules", "breakeven"):
     TEXT[(_cmd, "--output")] = "train.py/report.txt"  # a folder that is a file
+for _cmd in ("fix",):
+    TEXT.update({
+        (_cmd, "paths"): BAD, (_cmd, "--select"): "NR1099", (_cmd, "--ignore"): "devise",
+        (_cmd, "--exclude"): "**/[z-a]", (_cmd, "--max-file-size"): "0",
+    })
+# An opt-in feature the scan does not have: a selector like the others (exit 2, naming the features).
+TEXT[("scan", "--include-opt-in")] = "no_such_feature"
+TEXT[("breakeven", "--include-opt-in")] = "no_such_feature"  # (with --report: see BASES)
 TEXT[("scan", "--fail-on")] = "soon"
 TEXT[("scan", "--write-baseline")] = "train.py/baseline.json"
 # Text any value of which is valid (a marker name, a list of names); said here, not skipped silently.
@@ -98,7 +106,7 @@ def _cases():
 
 def test_the_walk_covers_every_command():
     names = {c.values[0] for c in _cases()}
-    assert names == {"scan", "rules", "diff", "ci", "comment", "hook", "trace", "breakeven"}
+    assert names == {"scan", "rules", "diff", "ci", "comment", "hook", "trace", "breakeven", "fix"}
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +136,7 @@ BASES = {
     "comment": ({"body_file": "body.md"}, {"--repo": "a/b", "--pr": "1", "--api-url": "http://127.0.0.1:9",
                                           "--valid-at": "2026-01-01T00:00:00Z"}),
     "ci": ({}, {"--no-comment": None, "--repo": "a/b", "--pr": "1", "--base-ref": "HEAD"}),
+    "fix": ({"paths": "train.py"}, {"--diff": None, "--isolated": None}),
 }
 
 

@@ -307,9 +307,11 @@ def test_static_findings_in_functions_that_did_not_run_are_not_traced(tmp_path):
     '''))
     r = run_cli("trace", "model.py:build", "--scan", ".", "--format", "json", "--no-graph-breaks", cwd=tmp_path)
     assert r.code == 0, r.err
-    found = {(f["line"], f["rule"]): f for f in json.loads(r.out)["findings"]}
+    doc = json.loads(r.out)
+    found = {(f["line"], f["rule"]): f for f in doc["findings"] + doc["off_path"]}
     assert found[(11, "NR1207")]["status"] == "confirmed"  # .double() ran and the trace saw float64
     assert found[(14, "NR1603")]["status"] == "not-traced"  # export_scores never ran
+    assert found[(14, "NR1603")]["context"] == "evaluation"  # and by its name it exports: not in the estimate
 
 
 def test_trace_reports_are_valid_sarif(validator):

@@ -205,10 +205,9 @@ def scan(ctx, paths, fmt, output, fail_on, statistics, min_confidence, baseline_
     apply_run_options(settings, jobs, no_cache, cache_dir)
     outcome = run_with_progress(settings, quiet)
     unknown = sorted(set(settings.include_opt_in) - {"all"} - set(outcome.report.extra.get("included_opt_in", ())))
-    if unknown and not quiet:
+    if unknown:  # a selector like --select: a typo is an error, never a silent no-op
         known = ", ".join(p.name for p in outcome.report.opt_in) or "none"
-        click.echo(f"neuron-ready: warning: --include-opt-in: no opt-in feature named {', '.join(unknown)} "
-                   f"(this scan's features: {known})", err=True)
+        raise UserError(f"--include-opt-in: no opt-in feature named {', '.join(unknown)} (this scan's features: {known})")
     report = with_baseline(outcome.report, baseline_path, write_baseline)
     # only SARIF describes rules: a report read from the cache does not load the catalog otherwise
     emit_report(ctx, report, settings, fmt, output, color, outcome.catalog if fmt == "sarif" else None,

@@ -495,9 +495,9 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
     module_name, _ = module_name_of(job.rel)
     result.facts.update(python_facts(source, module_name, False))
     try:
-        tree = parse_tree(source)
+        tree, whole = parse_tree(source), True
     except _TooDeep:
-        tree = None  # the cells are judged one by one below
+        tree, whole = None, False  # too complex as a whole: the cells are judged one by one below
     code = _code_facts(tree, module_name, False)
     if code:
         code["code"]["regions"] = []  # lines of the joined cells, not of a cell: not comparable
@@ -505,6 +505,8 @@ def _scan_notebook(job: FileJob, text: str, ctx: ScanContext, result: FileResult
     if not passes_prefilter(source, ctx.index):
         return
     try:
+        if not whole:
+            raise _TooDeep("a cell is nested too deeply")
         res = _python_hits(source, job.rel, ctx, False, tree)
     except (Unparseable, *_TOO_COMPLEX):
         # One broken or too complex cell must not hide the others: judge each cell alone, report
