@@ -393,7 +393,7 @@ class _Walk:
         saved = (self.scope, self.region, self.params)
         self.scope, self.region = name, -1
         self.params = _flag_params(node)
-        inner = {s.name for s in ast.walk(node) if type(s) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and s is not node}
+        inner = _nested_defs(node)
         self.nested.append((name, inner))
         if kind == "m" and node.name == "__init__" and self.cls and CONFIG_CLASS.search(self.cls.rsplit(".", 1)[-1]):
             for pname, value in _all_param_defaults(node):
@@ -695,6 +695,28 @@ _CAPABILITY = re.compile(
 
 
 _LOADER = re.compile(r"(?i)loader|dataset|batches|^data$|val|eval|test")
+
+
+def _nested_defs(node: ast.AST) -> set[str]:
+    """Names of the functions and classes defined directly in a function's body (in its blocks too,
+    not inside the nested definitions themselves): statements only, never expressions."""
+    out: set[str] = set()
+    stack = [node.body]
+    while stack:
+        for st in stack.pop():
+            t = type(st)
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                out.add(st.name)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(st, field, None)
+                if type(sub) is list:
+                    stack.append(sub)
+            for h in getattr(st, "handlers", ()):
+                stack.append(h.body)
+            for case in getattr(st, "cases", ()):
+                stack.append(case.body)
+    return out
 
 
 def _loader_loop(it: ast.AST) -> bool:
