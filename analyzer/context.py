@@ -358,6 +358,8 @@ class Graph:
                     self.methods.setdefault(meth, []).append((rel, name))
                     self.class_methods.setdefault((rel, cls), []).append(name)
         self._resolved: dict[tuple[str, str], list[str]] = {}
+        self._edges: dict[str, list] = {}
+        self._imports: dict[tuple[str, str], list[str]] = {}
 
     # ------------------------------------------------------------------ names
 
@@ -430,8 +432,15 @@ class Graph:
             return HOST
         return STEP
 
-    def edges(self, node: str):
-        """(target node or "a:name", edge label, gate) for everything `node` may run."""
+    def edges(self, node: str) -> list:
+        """(target node or "a:name", edge label, gate, fallback) for everything `node` may run; computed
+        once per node (entry detection and the three propagations walk the same edges)."""
+        hit = self._edges.get(node)
+        if hit is None:
+            hit = self._edges[node] = list(self._edges_of(node))
+        return hit
+
+    def _edges_of(self, node: str):
         rel, _, scope = node.partition("::")
         code = self.code.get(rel)
         if code is None:
@@ -484,7 +493,11 @@ class Graph:
     def import_targets(self, rel: str, module: str) -> list[str]:
         from .reach import _module_prefixes, _resolve
 
-        return [f"{f}::" for f in _resolve(_module_prefixes(module, self.modules), rel)]
+        key = (posixpath.dirname(rel), module)  # _resolve picks files by the importer's folder
+        hit = self._imports.get(key)
+        if hit is None:
+            hit = self._imports[key] = [f"{f}::" for f in _resolve(_module_prefixes(module, self.modules), rel)]
+        return hit
 
     def lookup_edges(self, rel: str, table: str, key: list, base: int, gate: Gate | None):
         """A table of alternatives asked for a name: the default key's entry at the lookup's label,
