@@ -440,6 +440,10 @@ class Graph:
             hit = self._edges[node] = list(self._edges_of(node))
         return hit
 
+    def edges_changed(self) -> None:
+        """The defaults changed: edge labels must be judged again (resolution stays)."""
+        self._edges.clear()
+
     def _edges_of(self, node: str):
         rel, _, scope = node.partition("::")
         code = self.code.get(rel)
@@ -540,10 +544,8 @@ def propagate(graph: Graph, entries: list[str],
     name_label: dict[str, int] = {}
     name_gate: dict[str, Gate | None] = {}
     heap: list[tuple[int, str]] = []
-    counter = 0
 
     def relax(node: str, lab: int, gate: Gate | None, via: str = "") -> None:
-        nonlocal counter
         if lab < label.get(node, UNREACHED):
             label[node] = lab
             if via:
@@ -588,7 +590,6 @@ def propagate(graph: Graph, entries: list[str],
                 if nl < UNREACHED:
                     m = f"{rel}::{meth}"
                     relax(m, max(nl, lab, graph.target_label(m)), name_gate.get(meth.rsplit(".", 1)[-1]) or here_gate, node)
-        counter += 1
     return label, gates, parent
 
 
@@ -599,10 +600,6 @@ def _calls_compile(graph: Graph, node: str) -> bool:
         if ref in ("q:torch.compile", "q:torch._dynamo.optimize") and region_gate(code, region, rel, graph.defaults) is None:
             return True
     return False
-
-
-def _starts(ctx: Context) -> list[str]:
-    return ctx.starts
 
 
 def library_roots(graph: Graph, rels: list[str]) -> list[str]:
@@ -745,17 +742,20 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
 
     infos = sorted(infos, key=lambda i: i.rel)  # deterministic whatever the scan order
     info_by = {i.rel: i for i in infos}
-    defaults = Defaults(infos)
+    # the graph entry detection built (same files, same module names), else one built here
+    graph = reach.graph if isinstance(getattr(reach, "graph", None), Graph) else None
+    defaults = graph.defaults if graph is not None else Defaults(infos)
     ctx = Context()
     # A training path that starts in Neuron code (every entry already targets Neuron or XLA) is ported.
     ctx.neuron_entries = bool(reach.entries) and all(
         neuron_file((info_by[e].facts.get("code") or {}), info_by[e].facts) for e in reach.entries if e in info_by)
-    graph = Graph(infos, module_names(sorted(info_by)), defaults)
+    graph = graph or Graph(infos, module_names(sorted(info_by)), defaults)
     entries = [e for e in reach.entries if e in graph.code]
     launches = [list(launch.get("args") or ()) for i in infos for launch in i.facts.get("launches", ())
                 if any(t in entries for t in _launch_targets_of(launch, i.rel, graph.modules, info_by))]
     if launches:
         defaults.launch_options(launches)
+        graph.edges_changed()  # their labels were judged on the defaults before the launch options
     if reach.mode == "entries" and entries:
         nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries] + [
             f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
@@ -770,10 +770,10 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
     if ctx.labels:
-        solid = propagate(graph, list(_starts(ctx)), skip_fallback="any")[0]
+        solid = propagate(graph, ctx.starts, skip_fallback="any")[0]
         ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
         # of those, reached past a capability check alone: Trainium takes the PyTorch path by itself
-        auto = propagate(graph, list(_starts(ctx)), skip_fallback="switch")[0]
+        auto = propagate(graph, ctx.starts, skip_fallback="switch")[0]
         ctx.auto_fallback = {n for n in ctx.fallback_only if auto.get(n, UNREACHED) == STEP}
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())

@@ -471,9 +471,9 @@ class _Planner:
             parts.append(self.rule_cost(self.catalog.get(r), fs))
         kernel_findings = [self.findings[i] for i in d.idx if self.findings[i].rule in CUDA_FILE_RULES]
         if kernel_findings and all(f.details.get("pytorch_path") for f in kernel_findings):
-            ops = {"<the PyTorch path beside it>": []}  # one switch turns the whole extension off
-            self.references = self.references | set(ops)
-        units, referenced = self.op_units(ops)
+            units, referenced = 0.0, ["<the PyTorch path beside it>"]  # one switch turns the whole extension off
+        else:
+            units, referenced = self.op_units(ops)
         if referenced:
             parts.append(_scale(REFERENCE_SWITCH, len(referenced)))
             d.kind = "switch-to-reference" if not units else d.kind

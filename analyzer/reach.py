@@ -90,6 +90,7 @@ class Reach:
     detected: bool = False  # entries found automatically rather than named
     entry_reasons: dict[str, str] = field(default_factory=dict)  # entry -> why it was chosen
     entry_functions: list[tuple[str, str]] = field(default_factory=list)  # (file, function) a console script runs
+    graph: object = field(default=None, repr=False, compare=False)  # context.Graph built for detection, reused
     reasons: dict[str, str] = field(default_factory=dict)  # path -> why it is off the path
     extensions: list[Extension] = field(default_factory=list)
     extension_of: dict[str, str] = field(default_factory=dict)  # native path -> extension id
@@ -357,10 +358,6 @@ def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[st
 # ------------------------------------------------------------------------------------------ entries
 
 
-def _console_script_modules(root: Path) -> list[str]:
-    return [m for m, _ in console_scripts(root)]
-
-
 def console_scripts(root: Path) -> list[tuple[str, str]]:
     """(module, function) of every console script the project declares."""
     mods: list[tuple[str, str]] = []
@@ -435,7 +432,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
         reach.entry_reasons = {e: "named with --entry" for e in reach.entries}
         reach.entry_functions = named_functions
     elif not explicit_files:
-        reach.entry_reasons, reach.entry_functions = _detect_entries(root, info, python, modules, vendored)
+        reach.entry_reasons, reach.entry_functions, reach.graph = _detect_entries(root, info, python, modules, vendored)
         reach.entries = sorted(reach.entry_reasons)
         reach.detected = bool(reach.entries)
         if not reach.entries:
@@ -523,7 +520,7 @@ def _side(rel: str) -> bool:
 
 
 def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], modules: dict[str, list[str]],
-                    vendored: dict[str, str]) -> tuple[dict[str, str], list[tuple[str, str]]]:
+                    vendored: dict[str, str]) -> tuple[dict[str, str], list[tuple[str, str]], object]:
     """Training entry points a user would pick, each with why: launch commands in scripts, Makefiles,
     READMEs and launcher configs; scripts that train (their own code, or through the project
     functions their `__main__` guard calls); notebooks that train; console scripts that train.
@@ -582,7 +579,7 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
     preferred = {r: w for r, w in found.items() if not _side(r)}
     for rel, why in (preferred or found).items():
         out.setdefault(rel, why)
-    return out, [(r, f) for r, f in entry_functions if r in out]
+    return out, [(r, f) for r, f in entry_functions if r in out], graph
 
 
 def _launch_targets(launch: dict, launch_file: str, modules: dict[str, list[str]], info: dict) -> list[str]:

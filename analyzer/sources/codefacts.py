@@ -35,6 +35,8 @@ import ast
 import re
 
 from .imports import absolute
+from .pyindex import CAPABILITY
+from .screen import _chain  # the one name-chain walk over ast (libcst's twin is python.dotted_parts)
 
 # Names of functions that evaluate, infer, export or visualise rather than train.
 EVAL_NAME = re.compile(
@@ -66,18 +68,6 @@ _NEURON_DEVICE = re.compile(r"""["'](neuron|xla)(:\d+)?["']""")
 _ENV = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
 MAIN = "<main>"  # the scope of a module's `if __name__ == "__main__":` block
 _MAX_REFS = 400  # per scope: a generated table of thousands of names is not a call graph
-
-
-def _chain(node: ast.AST) -> list[str] | None:
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    if type(node) is not ast.Name:
-        return None
-    parts.append(node.id)
-    parts.reverse()
-    return parts
 
 
 def _literal(node: ast.AST):
@@ -118,7 +108,6 @@ class _Facts:
         self.main_guard = 0
         self.main_span: list[int] = []
         self.top_trains = False
-        self.params: dict[str, dict[str, object]] = {}  # scope -> flag-like parameter defaults
 
     # ------------------------------------------------------------------ resolution
 
@@ -543,7 +532,7 @@ class _Walk:
         test = node.test
         negated = type(test) is ast.UnaryOp and type(test.op) is ast.Not
         names = [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
-        if not any(_CAPABILITY.search(n) for n in names):
+        if not any(CAPABILITY.search(n) for n in names):
             return None
         if not node.orelse or _gives_up(node.orelse) or _gives_up(node.body):
             return None
@@ -685,13 +674,6 @@ def _add_ref(refs: dict[str, list[int]], ref: str, region: int) -> None:
 def _table_name(name: str) -> bool:
     """`ATTENTION_FUNCTIONS`, `MODEL_REGISTRY`: a module-level table by its conventional spelling."""
     return name.isupper() and len(name) > 2
-
-
-# python.py's capability test: an optional fast path (the scanner's fallback detection, followed across calls here).
-_CAPABILITY = re.compile(
-    r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
-    r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
-)
 
 
 _LOADER = re.compile(r"(?i)loader|dataset|batches|^data$|val|eval|test")

@@ -8,6 +8,13 @@ from dataclasses import dataclass, field
 
 from ..catalog import Catalog, Rule
 
+# Identifiers that make an `if` test a capability check (an optional fast path with a fallback): the
+# scanner's fallback detection (python.py) and the code facts that follow it across calls (codefacts.py).
+CAPABILITY = re.compile(
+    r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
+    r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
+)
+
 PY_KINDS = ("import", "call", "method", "attribute", "decorator", "keyword", "environ", "pattern")
 
 Entry = tuple  # (Rule, Match)

@@ -20,16 +20,11 @@ import libcst as cst
 from ..catalog import ArgCond, Match, Rule, conds_hold
 from .cstwalk import Walker, field_order, is_node_type
 from .imports import absolute
-from .pyindex import PyIndex, callee_in, name_in
+from .pyindex import CAPABILITY, PyIndex, callee_in, name_in
 
 _BUILTINS = frozenset(dir(builtins))
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
 _RUNTIME_ERRORS = frozenset({"Exception", "BaseException", "RuntimeError", "NotImplementedError"})
-# Identifiers that make an `if` test a capability check (an optional fast path with a fallback).
-_CAPABILITY = re.compile(
-    r"(?i)^(is_cuda|find_spec|\w*available\w*|\w*installed\w*|(has|have|use|with|enable|can)_\w+)$"
-    r"|(triton|flash|fused|kernel|apex|xformers|cuda|cupy|bnb|bitsandbytes|deepspeed|liger|mamba|gpu)"
-)
 _INT_NAME = re.compile(
     r"(?i)^(n|k|num\w*|n_\w+|\w*_?size|\w*_?dim|top_?k|\w*_len|\w*batch\w*|samples?|\w*groups?|\w*heads?"
     r"|times|factor|repeat|n_?rep|\w*_count|count|\w*_num|\w*steps?|\w*width|\w*height|scale)$"
@@ -168,7 +163,7 @@ def _names_in(expr: cst.CSTNode) -> Iterator[str]:
 
 
 def is_capability_test(expr: cst.CSTNode) -> bool:
-    return any(_CAPABILITY.search(name) for name in _names_in(expr))
+    return any(CAPABILITY.search(name) for name in _names_in(expr))
 
 
 def _handler_names(handler: cst.ExceptHandler) -> set[str]:
