@@ -144,6 +144,7 @@ class Rule:
     source: str
     evidence: str
     message: str = ""
+    source_date: str = ""  # the date the source page carries (YYYY-MM-DD), for facts that change with releases
     remedy_xla: str = ""
     see_also: tuple[str, ...] = ()
     fallback: bool = False  # a guarded use counts as a fallback
@@ -324,7 +325,7 @@ class _Checker:
 RULE_FIELDS = (
     "id", "title", "category", "targets", "match", "effort", "confidence", "remedy", "remedy_xla",
     "why", "source", "evidence", "message", "see_also", "fallback", "invalid", "valid", "example_file",
-    "fix", "codemod", "fix_example",
+    "fix", "codemod", "fix_example", "source_date",
 )
 MATCH_FIELDS: dict[str, tuple[str, ...]] = {
     "import": ("modules",),
@@ -508,6 +509,9 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
     source = c.string(raw, "source", "source")
     if not re.match(r"^https?://", source):
         raise c.fail("source", f"expected an http(s) link, got {source!r}")
+    source_date = c.string(raw, "source_date", "source_date", required=False)
+    if source_date and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", source_date):
+        raise c.fail("source_date", f"expected a date YYYY-MM-DD, got {source_date!r}")
     see_also = c.strings(raw, "see_also", "see_also")
     for s in see_also:
         if not re.match(r"^https?://", s):
@@ -527,6 +531,7 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
         remedy_xla=c.string(raw, "remedy_xla", "remedy_xla", required=False),
         why=c.string(raw, "why", "why"),
         source=source,
+        source_date=source_date,
         evidence=c.choice(raw, "evidence", "evidence", EVIDENCE),
         message=c.string(raw, "message", "message", required=False),
         see_also=see_also,
