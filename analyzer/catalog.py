@@ -144,7 +144,7 @@ class Rule:
     source: str
     evidence: str
     message: str = ""
-    source_date: str = ""  # the date the source page carries (YYYY-MM-DD), for facts that change with releases
+    source_date: str = ""  # YYYY-MM-DD: the date of the source page (or its release) the facts are as of
     remedy_xla: str = ""
     see_also: tuple[str, ...] = ()
     fallback: bool = False  # a guarded use counts as a fallback
@@ -173,6 +173,11 @@ class Rule:
     def static(self) -> bool:
         """True when some clause matches source (not only aten ops or events in trace mode)."""
         return any(m.kind not in ("aten", "trace") for m in self.match)
+
+    @property
+    def trace_twin(self) -> bool:
+        """True when the rule matches source and aten ops: the static scan and the trace both find it."""
+        return self.static and any(m.kind == "aten" for m in self.match)
 
 
 @dataclass

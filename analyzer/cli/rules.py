@@ -39,7 +39,7 @@ def rule_page(rule: Rule) -> str:
         out += ["", f"Fix ({rule.fix}): `neuron-ready fix`{how} rewrites it: {CODEMODS[rule.codemod]}"]
     if rule.remedy_xla:
         out += ["", "Remedy on the XLA path (torch-neuronx <= 2.9)", *textwrap.wrap(rule.remedy_xla, 96, initial_indent="  ", subsequent_indent="  ")]
-    out += ["", "Source" + (f" (page dated {rule.source_date})" if rule.source_date else ""), f"  {rule.source}"] + [f"  {s}" for s in rule.see_also]
+    out += ["", "Source" + (f" (as of {rule.source_date})" if rule.source_date else ""), f"  {rule.source}"] + [f"  {s}" for s in rule.see_also]
     kinds = sorted({m.kind for m in rule.match})
     out += ["", f"Matches: {', '.join(kinds)}    Defined in: {rule.origin}"]
     return "\n".join(out) + "\n"
