@@ -46,8 +46,7 @@ def mark(findings: list[Finding], infos, ctx: Context, target: str) -> list[str]
                 continue
             placed = _targets(graph, info.rel, ref)
             if placed is None:
-                if kind == "call":  # a `.compile()` method the scan cannot place may not be torch's
-                    unplaced.append(site)
+                unplaced.append(site)
                 continue
             for node in placed:
                 roots.setdefault(node, site)

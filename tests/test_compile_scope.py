@@ -115,7 +115,37 @@ def test_the_xla_target_keeps_its_own_messages(tmp_path):
     ("import torch\ndef main(model):\n    return torch.compile(model)\n", [["call", "main", 3, ""]]),
     ("import torch\nimport re\np = re.compile('x')\n", []),
     ("import re\np = re.compile('x')\nclass K:\n    pass\nK().compile()\n", []),  # no torch, no compile facts
+    ("import torch\ndef f(model, layers):\n    model.compile(optimizer='adam', loss='mse')\n"
+     "    for block in layers:\n        block.compile(backend='neuron', fullgraph=True)\n",
+     [["method", "f", 5, ""]]),  # Keras' compile is not torch's; a block of a loop is unknown
 ])
 def test_compile_sites_per_file(source, expected):
     facts = code_facts(ast.parse(source), "pkg.train", False)
     assert facts.get("compiles", []) == expected
+
+
+def test_a_decorated_step_is_compiled(tmp_path):
+    root = write_tree(tmp_path / "repo", {"train.py": '''\
+import torch
+
+
+@torch.compile(fullgraph=True)
+def loss_fn(pred):
+    return torch.fft.rfft(pred, dim=-1).abs().mean()
+
+
+def main():
+    model = torch.nn.Linear(16, 16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        loss = loss_fn(model(torch.randn(4, 16)))
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+'''})
+    report = run_scan(Settings(root=root, cache=False)).report
+    (fft,) = [f for f in report.findings if f.rule == "NR1601"]
+    assert fft.details["compiled"] == "train.py:4" and "`loss_fn` is compiled" in fft.message

@@ -7,8 +7,8 @@ Three forms are read, each as a plain record [kind, scope, line, ref] cached wit
 
 - `def`: a function decorated with `@torch.compile` / `@torch.compile(...)`; `scope` is the function.
 - `call`: `torch.compile(x, ...)` (or `torch._dynamo.optimize(...)(x)`); `scope` is where the call runs.
-- `method`: `x.compile(...)`, nn.Module's in-place form, kept only when `x` resolves to project code
-  (a `.compile()` on anything else, a regex or a Keras model, says nothing).
+- `method`: `x.compile(...)` with nothing but torch.compile's keywords (nn.Module's in-place form;
+  not a Keras `model.compile(optimizer=...)`), in a file that imports torch.
 
 `ref` names what is compiled in the form codefacts uses (`l:step`, `q:pkg.models.Net`): a function
 passed by name or the decorated function itself; with a trailing `()` what a call made
@@ -25,6 +25,7 @@ from .screen import _chain
 COMPILE_CALLS = frozenset({"torch.compile"})
 _OPTIMIZE = "torch._dynamo.optimize"
 _MAX_DEPTH = 4
+MODULE_COMPILE_KEYWORDS = frozenset({"backend", "fullgraph", "dynamic", "mode", "options", "disable"})
 
 
 def compile_sites(tree: ast.Module, bindings: dict[str, str]) -> list[list]:
@@ -114,7 +115,7 @@ class _Walk(ast.NodeVisitor):
             self._pending.append(("call", self.scope(), self.cls() or "", node.lineno, node.args[0], self.scope()))
         elif isinstance(func, ast.Call) and self.qualified(func.func) == _OPTIMIZE and node.args:
             self._pending.append(("call", self.scope(), self.cls() or "", node.lineno, node.args[0], self.scope()))
-        elif isinstance(func, ast.Attribute) and func.attr == "compile" and q is None:
+        elif isinstance(func, ast.Attribute) and func.attr == "compile" and q is None and _module_compile(node):
             self._pending.append(("method", self.scope(), self.cls() or "", node.lineno, func.value, self.scope()))
         self.generic_visit(node)
 
@@ -167,6 +168,11 @@ class _Walk(ast.NodeVisitor):
         if parts[0] in self.top:
             return "l:" + ".".join(parts)
         return ""
+
+
+def _module_compile(node: ast.Call) -> bool:
+    """`x.compile(backend=..., fullgraph=True)`: nn.Module.compile's arguments, not Keras' (optimizer=, loss=)."""
+    return not node.args and all(k.arg in MODULE_COMPILE_KEYWORDS for k in node.keywords)
 
 
 def _is_compile_of(value: ast.expr, parts: list[str]) -> bool:
