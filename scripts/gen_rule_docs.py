@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from neuron_ready.catalog import load_catalog
-from neuron_ready.cli.rules import rule_page, rules_markdown
+from neuron_ready.render.rules import rule_page, rules_markdown
 from neuron_ready.model import CATEGORIES
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "rules.md"

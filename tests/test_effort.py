@@ -4,13 +4,14 @@ and its promises as properties (more findings never lower the effort)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from neuron_ready.catalog import load_catalog
+from neuron_ready.catalog import Catalog, load_catalog, load_text
 from neuron_ready.config import Settings
 from neuron_ready.effort import LEARNING, effort_class, estimate, growth, kernel_size, readiness_score
 from neuron_ready.engine import run_scan
@@ -149,6 +150,36 @@ def test_triton_launch_and_autotune_join_their_kernel():
     assert [t.id for t in tasks] == ["T-triton-fwd"]
     # kernel 5 + autotune 0.1 x log2(4) = 0.2 + one launch 0.25
     assert tasks[0].person_days.likely == approx(5 + 0.2 + 0.25)
+
+
+def test_a_users_rule_is_costed_by_its_costing_field_not_its_id():
+    """A rule from an extra catalog that says `costing = "triton-kernel"` walks the Triton learning
+    curve on its own numbers, as NR1801 does; the same rule costed from its catalog numbers does not."""
+    raw = """
+[[rule]]
+id = "NR1899"
+title = "Another Triton-like kernel DSL"
+category = "triton"
+targets = ["native"]
+confidence = "high"
+evidence = "derived"
+effort = { low = 1.0, likely = 3.0, high = 9.0, per = "occurrence" }
+costing = "triton-kernel"
+why = "w"
+remedy = "r"
+source = "https://example.com"
+invalid = ["import triton\\n@triton.jit  # flagged\\ndef k(x):\\n    pass\\n"]
+[[rule.match]]
+kind = "decorator"
+names = ["triton.jit"]
+"""
+    (user,) = load_text(raw, "extra.toml")
+    f = Finding(rule="NR1899", category="triton", path="k.py", line=3, column=1, message="m", remedy="r",
+                details={"kernel": "_softmax_fwd_kernel", "lines": 30})
+    tasks, _ = estimate([f], Catalog({"NR1899": user}))
+    assert [t.id for t in tasks] == ["T-triton-softmax"] and tasks[0].person_days.likely == approx(3.0)
+    plain, _ = estimate([f], Catalog({"NR1899": replace(user, costing="catalog")}))
+    assert [t.id for t in plain] == ["T-triton"]
 
 
 def test_fallback_task_costs_only_checking_the_fallback():
