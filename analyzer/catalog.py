@@ -1,7 +1,7 @@
 """The rule catalog: rules/*.toml (and users' extra files) loaded into validated Rule objects.
 
 A rule is data. Its `match` clauses use a small set of matcher kinds; code exists only per kind
-(sources/python.py, native.py, deps.py and trace.py), never per rule. Every error names the file,
+(sources/python.py, native.py, deps.py and trace/ops.py), never per rule. Every error names the file,
 the rule id and the field, so a broken catalog is fixed in one look.
 """
 
