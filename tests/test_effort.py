@@ -15,7 +15,7 @@ from neuron_ready.catalog import Catalog, load_catalog, load_text
 from neuron_ready.config import Settings
 from neuron_ready.effort import LEARNING, effort_class, estimate, growth, kernel_size, readiness_score
 from neuron_ready.engine import run_scan
-from neuron_ready.model import Finding
+from neuron_ready.model import Finding, KernelFacts
 from neuron_ready.simulate import quantiles
 
 CATALOG = load_catalog()
@@ -243,6 +243,18 @@ def test_cuda_extension_task_known_answer():
     assert t.details["kernels"] == 3 and t.details["backward"] is True
     paths = {report.findings[i].path for i in t.findings}
     assert paths == {"setup.py", "csrc/binding.cpp", "csrc/scan_kernel.cu", "csrc/scan_backward.cu"}
+
+
+def test_kernel_facts_read_what_the_scanners_write():
+    """model.KernelFacts is the typed form of the measurements in a finding's details (and its JSON)."""
+    report = run_scan(Settings(root=FIXTURES / "cuda_extension")).report
+    by_path = {f.path: f for f in report.findings if f.rule == "NR1703"}
+    facts = by_path["csrc/scan_kernel.cu"].kernel_facts
+    assert facts.kernels == 2 and facts.kernel_loc == 21 and len(facts.kernel_names) == 2 and facts.loc > 21
+    assert by_path["csrc/scan_backward.cu"].kernel_facts.backward
+    triton = [f for f in report.findings if f.rule == "NR1801"]
+    assert triton and all(f.kernel_facts.kernel == f.details["kernel"] and f.kernel_facts.lines > 0 for f in triton)
+    assert Finding("NR1001", "device", "a.py", 1, 1, "m", "r").kernel_facts == KernelFacts()
 
 
 def test_every_finding_belongs_to_exactly_one_task():
