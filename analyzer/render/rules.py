@@ -7,6 +7,7 @@ import textwrap
 
 from ..catalog import Catalog, Rule
 from ..fixes import CODEMODS
+from ..numbers import plural
 
 
 def rule_page(rule: Rule) -> str:
@@ -87,6 +88,6 @@ def example_failures(failures, ran: int, rules: int, origin: str) -> str:
     for f in failures:
         out += [f"FAIL {f.rule} {f.kind} example {f.index + 1}: {f.problem}",
                 textwrap.indent(f.example.rstrip("\n"), "    "), ""]
-    what = f"{ran} example{'s' if ran != 1 else ''} of {rules} rule{'s' if rules != 1 else ''} in {origin}"
+    what = f"{plural(ran, 'example')} of {plural(rules, 'rule')} in {origin}"
     out.append(f"{what}: {len(failures)} failed" if failures else f"{what}: all pass")
     return "\n".join(out) + "\n"
