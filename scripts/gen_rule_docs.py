@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from neuron_ready.catalog import load_catalog
-from neuron_ready.cli.rules import rules_markdown
+from neuron_ready.render.rules import rules_markdown
 from neuron_ready.model import CATEGORIES
 from neuron_ready.render.rulepage import rule_markdown
 
