@@ -565,7 +565,7 @@ def propagate(graph: Graph, entries: list[str],
     alternatives = graph.alternatives
     for e in entries:
         alt = alternatives.get(e)
-        relax(e, OPTIN if alt else STEP, alt)
+        relax(e, OPTIN if alt else graph.target_label(e), alt)  # an evaluation method starts as one
     while heap:
         lab, node = heapq.heappop(heap)
         if lab != label.get(node):
@@ -640,6 +640,24 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
                 continue  # methods run through their class (hooks, names); nested defs with their parent
             roots.append(node)
     return roots
+
+
+def api_methods(graph: Graph, roots: list[str]) -> list[str]:
+    """The public methods of a library's root classes: what a user calls (`predictor.propagate()`).
+    A method of an alternative is that alternative's feature."""
+    out = []
+    for node in roots:
+        d = graph.def_of(node)
+        if d is None or d[2] != "c":
+            continue
+        rel, _, scope = node.partition("::")
+        for meth in graph.class_methods.get((rel, scope), ()):
+            if not meth.rsplit(".", 1)[-1].startswith("_"):
+                m = f"{rel}::{meth}"
+                out.append(m)
+                if node in graph.alternatives:
+                    graph.alternatives.setdefault(m, graph.alternatives[node])
+    return out
 
 
 FAMILY_MIN = 3  # a base class with this many subclasses in the project is a family a user picks one of
@@ -827,8 +845,9 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         # No entry: the library's surface is every module and every function or class nothing in it
         # calls; labels then still say what only a switch, an evaluation or a fallback reaches.
         on = [r for r in graph.code if not reach.reasons.get(r)]
-        ctx.starts = library_roots(graph, on)
-        graph.alternatives = alternatives(graph, on, ctx.starts)
+        roots = library_roots(graph, on)
+        graph.alternatives = alternatives(graph, on, roots)
+        ctx.starts = roots + api_methods(graph, roots)
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
     if ctx.labels:

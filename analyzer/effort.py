@@ -122,6 +122,15 @@ def reference_stems(def_names) -> frozenset[str]:
     return frozenset(out)
 
 
+def has_reference(op: str, references: frozenset[str]) -> bool:
+    """An op has a PyTorch reference when one is named for it, or for it with the words its folder
+    gave it (`causal_conv1d_varlen_states_ref` for the op `varlen_states` of `causal_conv1d/`), or for
+    the op it is a variant of (`causal_conv1d_ref` for `causal_conv1d_channellast`)."""
+    if op in references:
+        return True
+    return any(r.endswith("_" + op) or (op.startswith(r + "_") and "_" in r) for r in references)
+
+
 def learned(n: float) -> float:
     """Kernel units of work after n kernels on Wright's learning curve (LEARNING per doubling): the
     k-th costs k^log2(LEARNING) of the first. Continuous in n, n itself up to one, rising and concave above."""
@@ -459,21 +468,22 @@ class _Planner:
                 files.discard(f.path)
             else:
                 rest.append(i)
-        if d.kind == "rewrite-program":
-            parts.append(PROGRAM_REWRITE)  # the model and loop in PyTorch; its build is replaced, not ported
-        elif build_rules:  # the build and bindings, once (the costliest build rule that matched)
-            parts.append(max((_base(r) for r in build_rules), key=lambda r: (r.likely, r.high, r.low)))
-        if host:
-            host_rule = self.catalog.get(CUDA_HOST_RULE) or self.rule(host[0])
-            n = sum(weight(f) for f in host)
-            parts.append(_scale(_base(host_rule), growth(n, RATE_FILES)))
-        for r, fs in sorted(self.by_rule(rest).items()):
-            parts.append(self.rule_cost(self.catalog.get(r), fs))
         kernel_findings = [self.findings[i] for i in d.idx if self.findings[i].rule in CUDA_FILE_RULES]
         if kernel_findings and all(f.details.get("pytorch_path") for f in kernel_findings):
             units, referenced = 0.0, ["<the PyTorch path beside it>"]  # one switch turns the whole extension off
         else:
             units, referenced = self.op_units(ops)
+        dropped = bool(referenced) and not units and d.kind != "rewrite-program"  # switched off: nothing to build
+        if d.kind == "rewrite-program":
+            parts.append(PROGRAM_REWRITE)  # the model and loop in PyTorch; its build is replaced, not ported
+        elif build_rules and not dropped:  # the build and bindings, once (the costliest build rule that matched)
+            parts.append(max((_base(r) for r in build_rules), key=lambda r: (r.likely, r.high, r.low)))
+        if host and not dropped:  # the extension's host C++ goes with it
+            host_rule = self.catalog.get(CUDA_HOST_RULE) or self.rule(host[0])
+            n = sum(weight(f) for f in host)
+            parts.append(_scale(_base(host_rule), growth(n, RATE_FILES)))
+        for r, fs in sorted(self.by_rule(rest).items()):
+            parts.append(self.rule_cost(self.catalog.get(r), fs))
         if referenced:
             parts.append(_scale(REFERENCE_SWITCH, len(referenced)))
             d.kind = "switch-to-reference" if not units else d.kind
@@ -501,7 +511,7 @@ class _Planner:
         units = 0.0
         referenced = []
         for op, sizes in sorted(ops.items()):
-            if op in self.references:
+            if has_reference(op, self.references):
                 referenced.append(op)
                 continue
             if not sizes:

@@ -324,9 +324,15 @@ def _library(tmp_path: Path) -> Path:
             """,
         "pkg/predict.py": """\
             import torch
+            from .ops import fill_holes
             class DetectionPredictor:
                 def postprocess(self, x):
-                    return torch.argsort(x)
+                    return fill_holes(torch.argsort(x))
+            """,
+        "pkg/ops.py": """\
+            import torch
+            def fill_holes(x):
+                return torch.nonzero(x)
             """,
     })
 
@@ -344,7 +350,9 @@ def test_a_librarys_alternatives_are_opt_in_and_its_shared_core_is_the_default(t
     assert got[("pkg/losses.py", 4)] == ("opt-in", "ContrastiveLoss")
     assert "classes named `*Loss`" in next(f.gate for f in report.off_path if f.path == "pkg/losses.py")
     # a predictor's methods run a trained model: evaluation
-    assert got[("pkg/predict.py", 4)][0] == "evaluation"
+    assert got[("pkg/predict.py", 5)][0] == "evaluation"
+    # a public method of a root class is what a user calls: what only it reaches takes its label
+    assert got[("pkg/ops.py", 3)][0] == "evaluation"
     assert {p.name for p in report.opt_in} >= {"LoraTuner", "IA3Tuner", "PrefixTuner", "tiny", "ContrastiveLoss"}
 
 
