@@ -116,19 +116,28 @@ def reference_stems(def_names) -> frozenset[str]:
         tokens = [t for t in re.split(r"[_\W]+", name.lower()) if t]
         if not any(t in _REFERENCE_MARKS for t in tokens):
             continue
+        if {"op", "ops", "fake", "library"} & set(tokens):
+            continue  # `fna_forward_torch_op`: a kernel registered as a torch op, not a PyTorch version of it
         stem = op_stem("_".join(t for t in tokens if t not in _REFERENCE_MARKS))
         if len(stem) >= 4:
             out.add(stem)
     return frozenset(out)
 
 
-def has_reference(op: str, references: frozenset[str]) -> bool:
-    """An op has a PyTorch reference when one is named for it, or for it with the words its folder
-    gave it (`causal_conv1d_varlen_states_ref` for the op `varlen_states` of `causal_conv1d/`), or for
-    the op it is a variant of (`causal_conv1d_ref` for `causal_conv1d_channellast`)."""
+def has_reference(op: str, references: frozenset[str], paths=()) -> bool:
+    """An op has a PyTorch reference when one is named for it, or for it with the words of the
+    kernel's folders that op_stem dropped (`causal_conv1d_varlen_states_ref` for the op
+    `varlen_states` of `causal_conv1d/`), or for the op it is a variant of (`causal_conv1d_ref` for
+    `causal_conv1d_channellast`)."""
     if op in references:
         return True
-    return any(r.endswith("_" + op) or (op.startswith(r + "_") and "_" in r) for r in references)
+    folders = {t for p in paths for part in PurePosixPath(p).parts[:-1] for t in re.split(r"[_\W]+", part.lower()) if t}
+    for r in references:
+        if r.endswith("_" + op) and set(r[: -len(op) - 1].split("_")) <= folders:
+            return True
+        if op.startswith(r + "_") and "_" in r:
+            return True
+    return False
 
 
 def learned(n: float) -> float:
@@ -511,7 +520,7 @@ class _Planner:
         units = 0.0
         referenced = []
         for op, sizes in sorted(ops.items()):
-            if has_reference(op, self.references):
+            if has_reference(op, self.references, [p for p, _k, _n in sizes]):
                 referenced.append(op)
                 continue
             if not sizes:
