@@ -166,3 +166,13 @@ def test_int64_positions_stay_lowest_and_min_confidence_hides_them(tmp_path):
 ])
 def test_the_screen_keeps_what_values_reach(code):
     assert scan(code)
+
+
+def test_fp16_chosen_in_a_training_json_config_and_not_in_an_export_config():
+    deepspeed = '{\n  "train_batch_size": 32,\n  "fp16": {"enabled": true, "loss_scale": 0},\n  "bf16": {"enabled": false}\n}\n'
+    found = hits(scan_text(deepspeed, CATALOG, name="ds_config.json"))
+    assert found == [(3, "NR1230", "fp16.enabled: true")]
+    export = '{"export": {"dtype": "fp16", "fp16": true}}\n'
+    assert hits(scan_text(export, CATALOG, name="export.json")) == []
+    auto = '{"optimizer": {"type": "AdamW"}, "fp16": {"enabled": "auto"}}\n'
+    assert hits(scan_text(auto, CATALOG, name="ds.json")) == []

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..catalog import ArgCond, Match, conds_hold
 from .imports import absolute
 from .pyindex import PyIndex, callee_in, name_in
-from .valuefacts import MATCHERS as VALUE_MATCHERS, ScreenFacts
+from .valuefacts import SCREEN_KNOWN as VALUE_MATCHERS, ScreenFacts
 
 _BUILTINS = frozenset(dir(builtins))
 # python.py's tensor_value_read: calls that read a tensor's value in a test.

@@ -17,7 +17,9 @@ TRIGGERS = {
     "numpy_float64": ("from_numpy", "as_tensor", "tensor("),
     "batch_max_pad": ("max(",),
     "host_read": ("assert", "int(", "float(", "arange(", "linspace("),
+    "config_precision": (),  # configvalues.py: matches config files, never Python
 }
+SCREEN_KNOWN = MATCHERS + ("config_precision",)  # patterns screen.py knows the shape of
 _CUDA = re.compile(r"(?i)cuda(:\d+)?")
 DATA_PARALLEL = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
