@@ -273,7 +273,7 @@ class _Screen:
         self.roots: set[str] = set()  # every module the file may import, and their top-level packages
         self.decorated: set[str] = set()  # functions with decorators (Triton kernels among them)
         self._bind(tree, text)
-        self.travel = ScreenFacts(tree, idx.patterns)  # values.py: where values travel
+        self.travel = ScreenFacts(tree, idx.patterns, text)  # values.py: where values travel
         # Per region: references inside a comparison, and (lazily) the names of its functions.
         self.compared: set[int] = set()
         self.region: tuple[ast.AST, frozenset[int]] | None = None

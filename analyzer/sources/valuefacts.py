@@ -37,56 +37,71 @@ class ScreenFacts:
     with a CUDA default (and the names given them). Over-approximate: names, not scopes. Computed on
     first use, from the whole file."""
 
-    def __init__(self, tree: ast.Module, patterns) -> None:
+    def __init__(self, tree: ast.Module, patterns, text: str) -> None:
         self.tree = tree
         self.active = any(m in patterns for m in MATCHERS)
+        self.has_max = "max(" in text
+        self.has_argparse = "add_argument" in text
         self.done = False
 
     def _compute(self) -> None:
+        """One walk over the statements (python.py records only statements: assignments, `for`
+        targets, function defaults), and over the expressions only when argparse is used."""
         self.done = True
         self.valued: set[str] = set()  # last segment of names given a literal-ish value or default
         self.boolean: set[str] = set()
         self.devices: set[str] = set()  # dests of `--device`-like options that may default to CUDA
         self.batch_max: set[str] = set()
         assigned: list[tuple[str, ast.AST]] = []
-        for n in ast.walk(self.tree):
-            t = type(n)
-            if t is ast.Assign or t is ast.AnnAssign:
-                if n.value is None:
+        stack = [self.tree.body]
+        while stack:
+            for n in stack.pop():
+                t = type(n)
+                if t is ast.Assign or t is ast.AnnAssign:
+                    if n.value is not None:
+                        for target in (n.targets if t is ast.Assign else [n.target]):
+                            for tg in (target.elts if type(target) in (ast.Tuple, ast.List) else [target]):
+                                name = _last(tg)
+                                if name:
+                                    assigned.append((name, n.value))
                     continue
-                for target in (n.targets if t is ast.Assign else [n.target]):
-                    for tg in (target.elts if type(target) in (ast.Tuple, ast.List) else [target]):
-                        name = _last(tg)
-                        if name:
-                            assigned.append((name, n.value))
-            elif t is ast.For:
-                name = _last(n.target)
-                if name and type(n.iter) in (ast.List, ast.Tuple):
-                    self.valued.add(name)
-            elif t is ast.arguments:
-                params = n.posonlyargs + n.args
-                for p, d in zip(params[len(params) - len(n.defaults):], n.defaults):
-                    if _literalish(d):
-                        self.valued.add(p.arg)
-                for p, d in zip(n.kwonlyargs, n.kw_defaults):
-                    if d is not None and _literalish(d):
-                        self.valued.add(p.arg)
-            elif t is ast.Call and type(n.func) is ast.Attribute and n.func.attr == "add_argument":
-                self._argparse(n)
+                if t is ast.For or t is ast.AsyncFor:
+                    name = _last(n.target)
+                    if name and type(n.iter) in (ast.List, ast.Tuple):
+                        self.valued.add(name)
+                elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+                    a = n.args
+                    params = a.posonlyargs + a.args
+                    defaults = list(zip(params[len(params) - len(a.defaults):], a.defaults))
+                    defaults += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+                    self.valued.update(p.arg for p, d in defaults if _literalish(d))
+                for f in ("body", "orelse", "finalbody"):
+                    inner = getattr(n, f, None)
+                    if type(inner) is list:
+                        stack.append(inner)
+                for h in getattr(n, "handlers", None) or getattr(n, "cases", None) or ():
+                    stack.append(h.body)
+        if self.has_argparse:
+            for n in ast.walk(self.tree):
+                if type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr == "add_argument":
+                    self._argparse(n)
         for name, value in assigned:
             if _literalish(value):
                 self.valued.add(name)
             if _boolean(value):
                 self.boolean.add(name)
-            if _batch_max(value):
-                self.batch_max.add(name)
-        for name, value in assigned:  # a size list holding a batch maximum
-            if any(type(x) is ast.Name and x.id in self.batch_max for x in ast.walk(value)):
-                self.batch_max.add(name)
+        if self.has_max:
+            for name, value in assigned:
+                if _batch_max(value):
+                    self.batch_max.add(name)
+            for name, value in assigned if self.batch_max else ():  # a size list holding a batch maximum
+                if any(type(x) is ast.Name and x.id in self.batch_max for x in ast.walk(value)):
+                    self.batch_max.add(name)
         self.reaching = set(self.devices)  # names whose value may hold a device option
-        for name, value in assigned:
-            if any(type(x) is ast.Attribute and x.attr in self.devices for x in ast.walk(value)):
-                self.reaching.add(name)
+        if self.devices:
+            for name, value in assigned:
+                if any(type(x) is ast.Attribute and x.attr in self.devices for x in ast.walk(value)):
+                    self.reaching.add(name)
 
     def _argparse(self, n: ast.Call) -> None:
         if not any(k.arg == "default" and not (type(k.value) is ast.Constant and not _CUDA.fullmatch(str(k.value.value)))
@@ -141,7 +156,7 @@ class ScreenFacts:
         if name == "add_argument":
             return "argparse_cuda_default"
         if name in ("zeros", "ones", "full", "empty", "pad") or name in _CREATE_METHODS:
-            for a in node.args:
+            for a in node.args if self.has_max else ():
                 if _batch_max(a) or any(type(x) is ast.Name and x.id in self.batch_max for x in ast.walk(a)):
                     return "batch_max_pad"
             return None

@@ -93,12 +93,14 @@ class ValueTracker:
         # argparse_cuda_default: (dest, line, node, scope) candidates, and what reaches `.to()`.
         self.cuda_defaults: list[tuple[str, int, cst.CSTNode, str]] = []
         self.to_names: set[str] = set()
-        self.derived: dict[str, set[str]] = {}  # name -> attribute names in the value it was assigned
+        self.derived: dict[str, list] = {}  # name -> the values it was given (argparse_cuda_default)
         e, lv = scanner.enter, scanner.leave
         for t in (cst.FunctionDef, cst.ClassDef):
             _chain_table(e, t, self.enter_scope)
             _chain_table(lv, t, self.leave_scope)
         _chain_table(e, cst.Param, self.enter_param)
+        _chain_table(e, cst.Lambda, self.enter_scope)
+        _chain_table(lv, cst.Lambda, self.leave_scope)
         _chain_table(lv, cst.Assign, self.leave_assign)
         _chain_table(lv, cst.AnnAssign, self.leave_assign)
         _chain_table(e, cst.For, self.enter_for)
@@ -113,7 +115,8 @@ class ValueTracker:
     # ------------------------------------------------------------------ what names were given
 
     def enter_scope(self, node: cst.CSTNode, line: int) -> None:
-        self.frames.append(("class" if type(node) is cst.ClassDef else "function", {}))
+        kind = {cst.ClassDef: "class", cst.Lambda: "lambda"}.get(type(node), "function")
+        self.frames.append((kind, {}))
 
     def leave_scope(self, node: cst.CSTNode, line: int) -> None:
         self.frames.pop()
@@ -122,7 +125,9 @@ class ValueTracker:
         self.frames[-1][1].setdefault(key, []).append(value)
 
     def enter_param(self, node: cst.Param, line: int) -> None:
-        self.frames[-1][1][node.name.value] = [node.default] if node.default is not None else [None]
+        # A lambda's defaults are not followed (valuefacts.py reads statements only).
+        lam = self.frames[-1][0] == "lambda"
+        self.frames[-1][1][node.name.value] = [node.default] if node.default is not None and not lam else [None]
 
     def leave_assign(self, node: cst.CSTNode, line: int) -> None:
         targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
@@ -134,8 +139,7 @@ class ValueTracker:
             if key is not None:
                 self.record(key, value)
                 if "." not in key and self.entries["argparse_cuda_default"]:
-                    self.derived.setdefault(key, set()).update(
-                        n.attr.value for n in _subtree(value) if type(n) is cst.Attribute)
+                    self.derived.setdefault(key, []).append(value)  # read at the end, if an option needs it
                 if type(target) is cst.Attribute:
                     self.check_backend_setting(target, value, line)
             elif type(target) in (cst.Tuple, cst.List):
@@ -396,11 +400,15 @@ class ValueTracker:
         if culprit is not None and culprit != ".item()":
             self.hit("host_read", line, node, f"assert {culprit}")
 
+    def derives(self, name: str, attr: str) -> bool:
+        """`name` was given a value that reads `.attr` (`device = torch.device(args.device)`)."""
+        return any(type(n) is cst.Attribute and n.attr.value == attr for v in self.derived.get(name, ()) for n in _subtree(v))
+
     def finish(self) -> list[tuple]:
         """argparse_cuda_default: the options whose value reaches `.to()` / `torch.device()`."""
         out = []
         for dest, line, node, scope in self.cuda_defaults:
-            if any(k.endswith("." + dest) or dest in self.derived.get(k, ()) for k in self.to_names):
+            if any(k.endswith("." + dest) or self.derives(k, dest) for k in self.to_names):
                 for rule, clause in self.entries["argparse_cuda_default"]:
                     out.append((rule, clause, line, node, f"--{dest.replace('_', '-')}", scope))
         return out
