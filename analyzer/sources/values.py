@@ -289,27 +289,30 @@ class ValueTracker:
         for keyword, position in _DEVICE_ARGS:
             if keyword == "device_id" and "DistributedDataParallel" in q:
                 continue
-            value = find_arg(node, ArgCond(keyword=keyword, position=position if "DistributedDataParallel" in q else None))
-            if value is not None and self.names_cuda(value):
+            ddp = "DistributedDataParallel" in q
+            value = find_arg(node, ArgCond(keyword=keyword, position=position if ddp else None))
+            # DDP keeps only the index of what it is given (torch._utils._get_device_index), so
+            # "cuda:0" works there; a torch.cuda call does not. FSDP computes on the device it names.
+            if value is not None and self.names_cuda(value, calls_only=ddp):
                 self.hit("cuda_device_arg", line, node, f"{keyword}=")
 
-    def names_cuda(self, value: cst.CSTNode, depth: int = 0) -> bool:
-        """`"cuda:0"`, `torch.device("cuda", i)`, `torch.cuda.current_device()`, a list of those, or
-        a name given one of those."""
+    def names_cuda(self, value: cst.CSTNode, depth: int = 0, calls_only: bool = False) -> bool:
+        """`torch.cuda.current_device()`, and unless `calls_only` `"cuda:0"` or
+        `torch.device("cuda", i)`; in a list, or given to a name one assignment before."""
         from .python import string_shapes
 
         t = type(value)
-        if any(_CUDA.fullmatch(v) for v in string_shapes(value)):
+        if not calls_only and any(_CUDA.fullmatch(v) for v in string_shapes(value)):
             return True
         if t in (cst.List, cst.Tuple):
-            return any(self.names_cuda(el.value, depth) for el in value.elements)
+            return any(self.names_cuda(el.value, depth, calls_only) for el in value.elements)
         if t is cst.Call and type(value.func) in (cst.Name, cst.Attribute):
             q = self.s.resolve(value.func)[0]
-            if q == "torch.device" and value.args:
+            if q == "torch.device" and value.args and not calls_only:
                 return any(_CUDA.fullmatch(v) for v in string_shapes(value.args[0].value))
             return q is not None and q.startswith("torch.cuda.")
         if t in (cst.Name, cst.Attribute) and depth == 0:
-            return any(self.names_cuda(v, 1) for v in self.travelled(value))
+            return any(self.names_cuda(v, 1, calls_only) for v in self.travelled(value))
         return False
 
     def check_backend_setting(self, target: cst.Attribute, value: cst.CSTNode, line: int) -> None:
