@@ -10,9 +10,10 @@ counts (`if gpu: backend = "nccl" else: backend = "gloo"` can be nccl).
 
 It also holds the code matchers that need a value's origin (`pattern` clauses in rules/*.toml):
 
-- `cuda_device_arg`: DDP/FSDP `device_ids`/`output_device`/`device_id` that name CUDA (a `cuda`
-  string, `torch.device("cuda", i)`, a `torch.cuda.*` call), directly or one assignment away. A plain
-  integer index (`device_ids=[local_rank]`) is not flagged: it resolves to the current accelerator.
+- `cuda_device_arg`: DDP `device_ids`/`output_device` computed by a `torch.cuda.*` call, FSDP
+  `device_id` naming CUDA (a `cuda` string, `torch.device("cuda", i)`, a `torch.cuda.*` call),
+  directly or one assignment away. An integer index (`device_ids=[local_rank]`) is not flagged: it
+  resolves to the current accelerator.
 - `backend_setting`: `args.dist_backend = "nccl"` (an attribute named like a backend set to NCCL).
 - `argparse_cuda_default`: `add_argument("--device", default="cuda")` whose value reaches `.to()`
   or `torch.device()` in the file.
