@@ -274,6 +274,7 @@ class _Planner:
 
     def group(self) -> None:
         triton_kernels: dict[tuple[str, str], str] = {}
+        op_tasks: dict[tuple[str, str, str], str] = {}  # (rule, path, function) -> its first op's task
         later: list[int] = []
         for i, f in enumerate(self.findings):
             rule = self.rule(f)
@@ -320,7 +321,11 @@ class _Planner:
                            "dynamic-shape", function=scope, path=f.path).idx.append(i)
             elif f.category == "unsupported-op":
                 op = op_name(f)
-                self.draft(f"T-op-{rule.id}-{op}", f"Replace unsupported `{op}`: {rule.title}", "unsupported-op",
+                # Related variants in one function (`fft`, `ifft`, `ifft2`) are replaced together: one task.
+                tid = f"T-op-{rule.id}-{op}"
+                if f.scope:
+                    tid = op_tasks.setdefault((rule.id, f.path, f.scope), tid)
+                self.draft(tid, f"Replace unsupported `{op}`: {rule.title}", "unsupported-op",
                            "unsupported-op", op=op).idx.append(i)
             elif f.category in MECHANICAL and (rule.effort.per == "occurrence" or f.category == "dependency"):
                 self.draft(f"T-{f.category}", FAMILY_TITLES[f.category], f.category, "mechanical").idx.append(i)

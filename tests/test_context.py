@@ -69,7 +69,8 @@ def test_evaluation_code_is_its_own_part():
     ev = by_context(report, "evaluation")
     assert any(p.startswith("export.py") for p in ev) and any(p.startswith("train.py") for p in ev)
     assert report.evaluation is not None and report.evaluation.estimate.p50 > 0
-    assert not report.findings and report.estimate.score == 100
+    # On the training path only the `--device` option's CUDA default, which reaches `.to()`.
+    assert [f.rule for f in report.findings] == ["NR1004"] and report.estimate.score >= 99
 
 
 def test_code_that_already_runs_on_trainium_scores_days():

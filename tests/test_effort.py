@@ -225,6 +225,16 @@ def test_one_task_per_distinct_unsupported_op():
     assert sorted(t.id for t in tasks) == ["T-op-NR1601-rfft", "T-op-NR1603-sort"]
 
 
+def test_related_op_variants_in_one_function_are_one_task():
+    fs = [finding("NR1601", scope="Spectral.forward", symbol="torch.fft.fft"),
+          finding("NR1601", line=2, scope="Spectral.forward", symbol="torch.fft.ifft"),
+          finding("NR1601", line=3, scope="Spectral.forward", symbol="torch.fft.ifft2"),
+          finding("NR1601", line=9, scope="other", symbol="torch.fft.ifft")]
+    tasks, _ = estimate(fs, CATALOG)
+    assert sorted(t.id for t in tasks) == ["T-op-NR1601-fft", "T-op-NR1601-ifft"]
+    assert len(task(tasks, "T-op-NR1601-fft").findings) == 3
+
+
 def test_cuda_extension_task_known_answer():
     """fixtures/cuda_extension: setup.py builds fusedops._C from binding.cpp, scan_kernel.cu (2 kernels,
     21 kernel lines) and scan_backward.cu (1 backward kernel, 12 lines)."""

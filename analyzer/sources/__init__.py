@@ -579,6 +579,23 @@ def _scan_config(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
         result.facts.update(configs_mod.config_facts(job.rel, text))
     except configs_mod.ConfigError as e:
         result.diagnostics.append(Diagnostic(job.rel, e.kind, e.message, e.line))
+    _add_config_hits(job, text, ctx, result)
+
+
+def _add_config_hits(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:
+    """FP16 or loss scaling chosen in a training config (configvalues.py)."""
+    from .configvalues import MATCHER, precision_settings
+
+    entries = ctx.index.patterns.get(MATCHER)
+    if not entries or not result.facts.get("values"):
+        return
+    lines = text.splitlines()
+    col = _Collector(result, ctx, Suppressions(text))
+    for line, setting in precision_settings(result.facts["values"]):
+        line_text = lines[line - 1] if 0 < line <= len(lines) else ""
+        for rule, _ in entries:
+            col.add(_finding(rule, ctx, job.rel, line, _column(line_text, "", setting.split(":")[0].split(".")[-1]),
+                             setting, " ".join(line_text.split())[:160]))
 
 
 _HANDLERS = {

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..catalog import Catalog, Rule
+from .valuefacts import TRIGGERS as VALUE_TRIGGERS
 
 # Identifiers that make an `if` test a capability check (an optional fast path with a fallback): the
 # scanner's fallback detection (python.py) and the code facts that follow it across calls (codefacts.py).
@@ -76,6 +77,7 @@ PATTERN_TRIGGERS = {
     "xla_step_without_mark_step": ("backward",),
     "device_string": ("cuda",),
 }
+PATTERN_TRIGGERS.update(VALUE_TRIGGERS)  # values.py's matchers
 
 
 def build_index(catalog: Catalog) -> PyIndex:

@@ -21,6 +21,7 @@ from ..catalog import ArgCond, Match, Rule, conds_hold
 from .cstwalk import Walker, field_order, is_node_type
 from .imports import absolute
 from .pyindex import CAPABILITY, PyIndex, callee_in, name_in
+from .values import ValueTracker
 
 _BUILTINS = frozenset(dir(builtins))
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
@@ -280,6 +281,7 @@ class PythonScanner(Walker):
         if collect_setup:
             e[cst.SimpleString] = self.enter_string
             e[cst.ConcatenatedString] = self.enter_string
+        self.values = ValueTracker(self)  # values that travel; adds its own callbacks (values.py)
 
     # ------------------------------------------------------------------ scopes and resolution
 
@@ -431,6 +433,8 @@ class PythonScanner(Walker):
         # check uses them: see cache.relevant_first_party.)
         if clause.kind in _NAME_KINDS and symbol.split(".", 1)[0] in self.first_party:
             return None  # the scanned project's own package, e.g. flash_attn inside flash-attn
+        if self.values.silent(clause, node):
+            return None  # a type annotation or a dtype lookup table: nothing runs (values.py)
         owner = None
         fallback = False
         # A device call under `if torch.cuda.is_available(): ... else: ...` has a path for other devices.
@@ -796,6 +800,8 @@ class PythonScanner(Walker):
         return conds_hold(conds, lambda cond: find_arg(call, cond), self.value_matches)
 
     def value_matches(self, cond: ArgCond, value: cst.CSTNode) -> bool:
+        if self.values.arg_travels(cond, value):
+            return True  # `backend = "nccl"` ... `init_process_group(backend)` (values.py)
         lit = literal_value(value)
         if cond.literal is not None and cond.literal == (lit is NOT_LITERAL):
             return False
@@ -874,7 +880,7 @@ class PythonScanner(Walker):
             q, _ = self.resolve(value)
             if q is not None and name_in(q, clause.value_names):
                 return True
-        return False
+        return self.values.keyword_travels(value, clause)  # values.py
 
     # ------------------------------------------------------------------ environment variables
 
@@ -907,7 +913,7 @@ class PythonScanner(Walker):
         if not entries or id(node) in self.store or len(node.slice) != 1:
             return
         sl = node.slice[0].slice
-        if type(sl) is not cst.Index or not self.looks_boolean(sl.value):
+        if type(sl) is not cst.Index or not self.looks_boolean(sl.value) or self.values.not_a_mask(node, sl.value):
             return
         for rule, clause in entries:
             self.add(rule, clause, line, node, _short_code(node))
@@ -922,6 +928,8 @@ class PythonScanner(Walker):
             return self.looks_boolean(expr.left) or self.looks_boolean(expr.right)
         if t is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "bool":
             return True
+        if self.values.boolean_travels(expr, self.looks_boolean):
+            return True  # `keep = labels != ignore_index` ... `logits[keep]` (values.py)
         parts = dotted_parts(expr)
         if parts and "mask" in parts[-1].lower():
             b = self.lookup(parts[0])
@@ -976,6 +984,8 @@ class PythonScanner(Walker):
                 for line, node, scope in self.backward_sites:
                     hit = Hit(rule, clause, line, node, "backward()", scope, False)
                     (self.deferred if clause.requires else self.hits).append(hit)
+        for rule, clause, line, node, symbol, scope in self.values.finish():  # values.py's file-wide matchers
+            (self.deferred if clause.requires else self.hits).append(Hit(rule, clause, line, node, symbol, scope, False))
         roots = {m.split(".")[0] for m in self.imports} | self.imports
         for hit in self.deferred:
             if any(r in roots for r in hit.clause.requires):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from ..catalog import ArgCond, Match, conds_hold
 from .imports import absolute
 from .pyindex import PyIndex, callee_in, name_in
+from .valuefacts import SCREEN_KNOWN as VALUE_MATCHERS, ScreenFacts
 
 _BUILTINS = frozenset(dir(builtins))
 # python.py's tensor_value_read: calls that read a tensor's value in a test.
@@ -43,6 +44,7 @@ _STEP_NAMES = frozenset({"backward", "mark_step", "optimizer_step", "sync", "ste
 _TRAIN_NAME = re.compile(r"(?i)(^|_)(train|training)($|_)|^fit$")  # python.py's _TRAIN_NAME
 _KNOWN_PATTERNS = frozenset({
     "bool_mask_index", "tensor_control_flow", "triton_launch", "device_string", "xla_step_without_mark_step",
+    *VALUE_MATCHERS,
 })
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -271,6 +273,7 @@ class _Screen:
         self.roots: set[str] = set()  # every module the file may import, and their top-level packages
         self.decorated: set[str] = set()  # functions with decorators (Triton kernels among them)
         self._bind(tree, text)
+        self.travel = ScreenFacts(tree, idx.patterns, text)  # values.py: where values travel
         # Per region: references inside a comparison, and (lazily) the names of its functions.
         self.compared: set[int] = set()
         self.region: tuple[ast.AST, frozenset[int]] | None = None
@@ -382,6 +385,10 @@ class _Screen:
         while stack:
             node = stack.pop()
             t = type(node)
+            if t is ast.Call or t is ast.Assert or t is ast.Assign:  # values.py's matchers
+                m = self.travel.needed(node, self.candidates)
+                if m and self._any_may(idx.patterns.get(m, ())):
+                    return True
             if t is ast.Name or t is ast.Attribute:
                 parts = _chain(node)
                 if parts is not None:
@@ -547,6 +554,8 @@ class _Screen:
         return conds_hold(conds, lambda cond: _find_arg(call, cond), self._value_may)
 
     def _value_may(self, cond: ArgCond, value: ast.AST) -> bool:
+        if self.travel.may_carry(cond, value):
+            return True  # values.py: a name given a value somewhere in the file
         lit = _literal(value)
         if cond.literal is not None and lit is not _MAYBE and cond.literal == (lit is _NOT_LITERAL):
             return False
@@ -575,6 +584,7 @@ class _Screen:
             (clause.values and self._equals_may(_literal(value), clause.values))
             or (clause.pattern and _fullmatch_may(clause.pattern, _shapes(value)))
             or (clause.value_names and self._names_may(value, clause.value_names))
+            or self.travel.may_carry(None, value)
         )
 
     @staticmethod
@@ -601,7 +611,7 @@ class _Screen:
         if t is ast.Call:
             return type(index.func) is ast.Attribute and index.func.attr == "bool"
         parts = _chain(index)
-        return bool(parts) and "mask" in parts[-1].lower()
+        return bool(parts) and "mask" in parts[-1].lower() or self.travel.may_be_boolean(index)
 
     def _reads_value(self, test: ast.AST) -> bool:
         """python.py's tensor_value_read: a call in a test that reads a tensor's value."""
