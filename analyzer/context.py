@@ -50,7 +50,8 @@ OTHER_ACCELERATORS = {
 }
 EVAL_PATH = re.compile(r"(?i)^(eval|evals|evaluation|evaluate|inference|infer|export|exporters?|demo|demos"
                        r"|visuali[sz]ation|serving|serve|deploy)$")
-EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|inference|infer|export|predict|demo|serve|serving)(_\w*)?\.py$")
+EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|evaluators?|validators?|predictors?|exporters?|inference|infer"
+                       r"|export|predict|demo|serve|serving)(_\w*)?\.py$")
 # Options whose switch selects evaluation rather than a feature.
 EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate)(_|$)")
 UNKNOWN = object()

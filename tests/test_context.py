@@ -414,3 +414,12 @@ def test_cuda_housekeeping_behind_a_device_check_is_cuda_only(tmp_path):
     assert got[15][0] == "step"  # unguarded
     cuda = next(p for p in report.opt_in if p.name == "cuda")
     assert cuda.estimate.p50 == 0 and not cuda.tasks
+
+
+def test_evaluator_validator_and_exporter_modules_are_evaluation():
+    from neuron_ready.context import evaluation_path
+
+    for path in ("pkg/task/evaluator.py", "pkg/engine/exporter.py", "validators.py", "pkg/predictor_utils.py"):
+        assert evaluation_path(path), path
+    assert not evaluation_path("pkg/models/model.py")
+    assert not evaluation_path("pkg/validation_loss.py")  # a loss used in training, not a validator
