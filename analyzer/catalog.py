@@ -175,6 +175,7 @@ class Rule:
     source: str
     evidence: str
     message: str = ""
+    source_date: str = ""  # YYYY-MM-DD: the date of the source page (or its release) the facts are as of
     remedy_xla: str = ""
     see_also: tuple[str, ...] = ()
     fallback: bool = False  # a guarded use counts as a fallback
@@ -205,6 +206,11 @@ class Rule:
     def static(self) -> bool:
         """True when some clause matches source (not only aten ops or events in trace mode)."""
         return any(m.kind not in ("aten", "trace") for m in self.match)
+
+    @property
+    def trace_twin(self) -> bool:
+        """True when the rule matches source and aten ops: the static scan and the trace both find it."""
+        return self.static and any(m.kind == "aten" for m in self.match)
 
 
 @dataclass
@@ -362,7 +368,7 @@ class _Checker:
 RULE_FIELDS = (
     "id", "title", "category", "targets", "match", "effort", "confidence", "remedy", "remedy_xla",
     "why", "source", "evidence", "message", "see_also", "fallback", "housekeeping", "invalid", "valid",
-    "example_file", "fix", "codemod", "fix_example", "costing",
+    "example_file", "fix", "codemod", "fix_example", "costing", "source_date",
 )
 MATCH_FIELDS: dict[str, tuple[str, ...]] = {
     "import": ("modules",),
@@ -554,6 +560,9 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
     source = c.string(raw, "source", "source")
     if not re.match(r"^https?://", source):
         raise c.fail("source", f"expected an http(s) link, got {source!r}")
+    source_date = c.string(raw, "source_date", "source_date", required=False)
+    if source_date and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", source_date):
+        raise c.fail("source_date", f"expected a date YYYY-MM-DD, got {source_date!r}")
     see_also = c.strings(raw, "see_also", "see_also")
     for s in see_also:
         if not re.match(r"^https?://", s):
@@ -573,6 +582,7 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
         remedy_xla=c.string(raw, "remedy_xla", "remedy_xla", required=False),
         why=c.string(raw, "why", "why"),
         source=source,
+        source_date=source_date,
         evidence=c.choice(raw, "evidence", "evidence", EVIDENCE),
         message=c.string(raw, "message", "message", required=False),
         see_also=see_also,

@@ -45,6 +45,7 @@ class Settings:
     root: Path = Path(".")
     files: list[Path] | None = None  # explicit files (pre-commit); None = walk root
     target: str = "native"
+    target_from: str = ""  # what chose the target: "--target", the config file, or a torch-neuronx pin
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
@@ -207,7 +208,7 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
     if "target" in t:
         if t["target"] not in TARGETS:
             raise raw.error(f"target: expected one of {', '.join(TARGETS)}, got {t['target']!r}", "target")
-        settings.target = t["target"]
+        settings.target, settings.target_from = t["target"], raw.path.name
     if "select" in t:
         settings.select = _selectors(raw, "select", t["select"])
     if "ignore" in t:

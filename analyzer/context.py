@@ -84,6 +84,7 @@ class Context:
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
     parents: dict[str, str] = field(default_factory=dict)  # node -> the node it was first reached from
+    graph: "Graph | None" = field(default=None, repr=False)  # kept for compile_scope.py
 
     def path_to(self, node: str, limit: int = 12) -> list[str]:
         """How the training entry reaches a node: entry first."""
@@ -829,7 +830,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     # A training path that starts in Neuron code (every entry already targets Neuron or XLA) is ported.
     ctx.neuron_entries = bool(reach.entries) and all(
         neuron_file((info_by[e].facts.get("code") or {}), info_by[e].facts) for e in reach.entries if e in info_by)
-    graph = graph or Graph(infos, module_names(sorted(info_by)), defaults)
+    graph = ctx.graph = graph or Graph(infos, module_names(sorted(info_by)), defaults)
     entries = [e for e in reach.entries if e in graph.code]
     launches = [list(launch.get("args") or ()) for i in infos for launch in i.facts.get("launches", ())
                 if any(t in entries for t in _launch_targets_of(launch, i.rel, graph.modules, info_by))]

@@ -219,6 +219,8 @@ class _Planner:
                  assume_fixed: bool = False) -> None:
         self.target = target
         self.compiled = compiled
+        # rules with a finding in code torch.compile compiles (compile_scope.py): no CPU fallback there
+        self.compiled_rules = {f.rule for f in findings if f.details.get("compiled")}
         self.keep = keep  # costing a feature the user keeps: its libraries are ported, never switched off
         self.references = references
         self.units: dict[str, tuple[str, float]] = {}  # task id -> (unit rule id, kernel units) on the curve
@@ -244,7 +246,8 @@ class _Planner:
         """A rule's catalog numbers; an unsupported op on the native target in eager mode is a CPU
         fallback to check, not a rewrite (unless the training step is compiled)."""
         r = _base(rule)
-        if rule.category == "unsupported-op" and self.target == "native" and not self.compiled:
+        if rule.category == "unsupported-op" and self.target == "native" and not self.compiled \
+                and rule.id not in self.compiled_rules:
             return _cap(r, CPU_FALLBACK)
         return r
 

@@ -10,7 +10,7 @@ from . import breakeven
 from .catalog import Catalog
 from .config import ConfigError, Settings, display_root, workload_error
 from .discover import Discovery
-from . import context as context_mod
+from . import compile_scope, context as context_mod
 from .effort import estimate, reference_stems
 from .model import Diagnostic, Finding, Part, Report
 from .reach import FileInfo, Reach, analyse
@@ -78,9 +78,11 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
                 if why:
                     f.details["off_path_reason"] = why
             ctx = context_mod.analyse(infos, reach, findings, {r.id for r in catalog if r.housekeeping})
+            unplaced_compiles = compile_scope.mark(findings, infos, ctx, settings.target)
     except TimeBoundExceeded:
         # whatever made it slow, the scan ends: every file then counts as on the path (more work, not less)
         reach, timed_out, ctx = Reach(mode="library"), True, context_mod.Context()
+        unplaced_compiles = []
         for f in findings:
             f.on_path, f.context, f.gate = True, "step", None
             for key in ("off_path_reason", "context_reason", "feature", "reached_via"):
@@ -104,9 +106,10 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
             off_path.append(f)
     references = reference_stems(name.rsplit(".", 1)[-1] for i in infos
                                  for name in ((i.facts.get("code") or {}).get("defs") or {}))
-    # Eager is PyTorch's default; a step is compiled when the training path calls torch.compile (a
-    # library's own compile helpers say nothing about how its users train).
-    compiled = ctx.compiled if ctx.function_level else False
+    # Eager is PyTorch's default. A finding in code torch.compile visibly compiles says so and is costed
+    # as compiled (compile_scope.py); a compile call the scan cannot place makes the whole step count
+    # as compiled (a library's own compile helpers say nothing about how its users train).
+    compiled = bool(unplaced_compiles)
     tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled,
                           assume_fixed=settings.assume_fixed)
     analysed = sum(1 for r in results if analysed_file(r))
@@ -128,6 +131,8 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references, settings.target, compiled)
     if include:
         report.extra["included_opt_in"] = sorted(included)
+    if settings.target_from and settings.target_from != "--target":
+        report.extra["target_from"] = settings.target_from  # the config file, or the project's torch-neuronx pin
     report.extra["reach"] = reach.to_dict() | ({"timed_out": True} if timed_out else {})
     if ctx.function_level:
         report.extra["reach"]["function_level"] = True

@@ -46,6 +46,7 @@ def build() -> str:
         " (`--format markdown` prints the page below). [catalog.md](catalog.md) explains the catalog's"
         " format and how to add your own rules.\n",
         rules_markdown(catalog),
+        trace_twins_markdown(catalog),
     ]
     for category in CATEGORIES:
         parts.append(f"\n## {category}\n")
@@ -54,6 +55,25 @@ def build() -> str:
                 # GitHub keeps the id (as user-content-nr1001) and scrolls to #nr1001.
                 parts.append(f'\n<a id="{rule.id.lower()}"></a>\n\n{demoted(rule_markdown(rule))}')
     return "\n".join(parts)
+
+
+def trace_twins_markdown(catalog) -> str:
+    """The static rules whose finding `neuron-ready trace --scan` confirms at the same line."""
+    twins = [r for r in catalog if r.trace_twin]
+    rows = ["| ID | Targets | Traced as | Title |", "|---|---|---|---|"]
+    for r in twins:
+        ops = sorted({op for m in r.match if m.kind == "aten" for op in m.ops})
+        when = sorted({m.when for m in r.match if m.kind == "aten"} - {"always"})
+        shown = ", ".join(f"`{op}`" for op in ops[:3]) + (", ..." if len(ops) > 3 else "")
+        shown += f" (when {', '.join(when)})" if when else ""
+        rows.append(f"| {r.id} | {', '.join(r.targets)} | {shown} | {r.title.replace('|', '/')} |")
+    return "\n".join([
+        "\n## Static rules with a trace twin\n",
+        f"{len(twins)} rules match both source and aten ops. For each, `tests/test_trace_twins.py` runs "
+        "`neuron-ready trace --scan` on `fixtures/trace_twins/twins.py` (real PyTorch on the CPU) and checks that "
+        "the static finding is confirmed by the trace at the same line. `docs/trace.md` explains the merge.\n",
+        *rows,
+    ]) + "\n"
 
 
 def main() -> int:

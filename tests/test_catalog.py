@@ -84,6 +84,8 @@ def test_minimal_rule_loads():
         (('why = "w"', ''), "extra.toml: NR1099: field 'why': is required"),
         (('invalid = ["import torch\\nx.cuda()  # flagged\\n"]', ''), "extra.toml: NR1099: field 'invalid'"),
         (('confidence = "high"', 'confidence = "sure"'), "extra.toml: NR1099: field 'confidence'"),
+        (('source = "https://example.com"', 'source = "https://example.com"\nsource_date = "Oct 2026"'),
+         "extra.toml: NR1099: field 'source_date': expected a date YYYY-MM-DD"),
         (('confidence = "high"', 'confidence = "high"\ncosting = "cuda"'),
          "extra.toml: NR1099: field 'costing': expected one of catalog, cuda-kernel"),
         (('kind = "method"\nnames = ["cuda"]', 'kind = "pattern"\nmatcher = "device_strings"'),
@@ -144,3 +146,16 @@ def test_target_selection():
     xla = CATALOG.select(target="xla")
     assert "NR1030" in xla.rules and "NR1030" not in native.rules
     assert "NR1001" in native.rules and "NR1001" in xla.rules
+
+
+def test_a_dated_source_shows_on_the_rule_pages():
+    from neuron_ready.render.rules import rule_dict, rule_page
+    from neuron_ready.render.rulepage import rule_markdown
+
+    rule = load_text(BASE.replace('source = "https://example.com"', 'source = "https://example.com"\nsource_date = "2026-10-15"'),
+                     "extra.toml")[0]
+    assert "Source (as of 2026-10-15)\n  https://example.com" in rule_page(rule)
+    assert "- <https://example.com> (as of 2026-10-15)" in rule_markdown(rule)
+    assert rule_dict(rule)["source_date"] == "2026-10-15"
+    dated = [r.id for r in load_catalog() if r.source_date]  # the Neuron 2.33 facts carry their date
+    assert {"NR1301", "NR1305", "NR1601", "NR1935", "NR1213"} <= set(dated)

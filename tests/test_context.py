@@ -76,7 +76,10 @@ def test_evaluation_code_is_its_own_part():
 def test_code_that_already_runs_on_trainium_scores_days():
     report = scan(FIXTURES / "ctx_neuron_native")
     assert report.estimate.effort_class == "days" and report.estimate.p50 < 1
-    assert by_context(report, "neuron-native")
+    # FP8 is a Trn2/Trn3 datatype on the native target (Neuron 2.33): not a finding there; on the
+    # XLA path it is one, in code that already targets Neuron
+    assert not any(f.rule == "NR1211" for f in report.findings + report.off_path)
+    assert "model.py:12" in by_context(scan(FIXTURES / "ctx_neuron_native", target="xla"), "neuron-native")
 
 
 def test_a_kernel_with_an_in_repo_pytorch_reference_is_a_switch():

@@ -15,6 +15,7 @@ from ..model import CONFIDENCES, TARGETS
 from ..numbers import plural
 from ..progress import for_terminal
 from ..render import FORMATS, render
+from ..target_pin import pinned_target
 from .base import UserError, exit_on_fail, split_list, use_color, write_output
 
 
@@ -127,7 +128,9 @@ def build_settings(paths, target, select, ignore, exclude, config_path, isolated
     settings = load_settings(root, config_path, isolated)
     settings.files = files
     if target:
-        settings.target = target
+        settings.target, settings.target_from = target, "--target"
+    elif not settings.target_from and (pinned := pinned_target(root)):
+        settings.target, settings.target_from = pinned  # the project's own torch-neuronx pin
     if select:
         settings.select = split_list(select)
     if ignore:

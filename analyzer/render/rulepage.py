@@ -54,5 +54,6 @@ def rule_markdown(rule: Rule) -> str:
     if rule.fix:
         how = "`neuron-ready fix`" + (" --unsafe-fixes" if rule.fix == "unsafe" else "")
         out += ["", f"Fix ({rule.fix}): {how} rewrites it: {CODEMODS[rule.codemod]} (docs/fix.md)."]
-    out += ["", "### Source", "", f"- <{rule.source}>"] + [f"- <{s}>" for s in rule.see_also]
+    dated = f" (as of {rule.source_date})" if rule.source_date else ""
+    out += ["", "### Source", "", f"- <{rule.source}>{dated}"] + [f"- <{s}>" for s in rule.see_also]
     return "\n".join(out) + "\n"

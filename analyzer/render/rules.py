@@ -35,7 +35,7 @@ def rule_page(rule: Rule) -> str:
         out += ["", f"Fix ({rule.fix}): `neuron-ready fix`{how} rewrites it: {CODEMODS[rule.codemod]}"]
     if rule.remedy_xla:
         out += ["", "Remedy on the XLA path (torch-neuronx <= 2.9)", *textwrap.wrap(rule.remedy_xla, 96, initial_indent="  ", subsequent_indent="  ")]
-    out += ["", "Source", f"  {rule.source}"] + [f"  {s}" for s in rule.see_also]
+    out += ["", "Source" + (f" (as of {rule.source_date})" if rule.source_date else ""), f"  {rule.source}"] + [f"  {s}" for s in rule.see_also]
     kinds = sorted({m.kind for m in rule.match})
     costing = f"    Costing: {rule.costing}" if rule.costing != "catalog" else ""
     out += ["", f"Matches: {', '.join(kinds)}{costing}    Defined in: {rule.origin}"]
@@ -55,6 +55,7 @@ def rule_dict(rule: Rule) -> dict:
         "remedy_xla": rule.remedy_xla,
         "why": rule.why,
         "source": rule.source,
+        "source_date": rule.source_date,
         "see_also": list(rule.see_also),
         "matches": sorted({m.kind for m in rule.match}),
         "fallback": rule.fallback,

@@ -143,6 +143,7 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
     out.append(
         f"{plural(n, 'finding')} in {plural(files, 'file')} "
         f"({fb} with a fallback, {report.suppressed} suppressed) · {plural(report.files_scanned, 'file')} scanned · target {report.target}"
+        + (f" ({report.extra['target_from']})" if report.extra.get("target_from") else "")
     )
     if report.fixable_line():
         out.append(report.fixable_line())

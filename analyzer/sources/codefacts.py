@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .compilefacts import compile_sites
 from .imports import absolute
 from .pyindex import CAPABILITY
 from .screen import _chain  # the one name-chain walk over ast (libcst's twin is python.dotted_parts)
@@ -253,6 +254,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
             out[key] = value
     if fx.neuron:
         out["neuron"] = True
+    if compiles := compile_sites(tree, fx.bindings):
+        out["compiles"] = compiles  # what torch.compile is applied to (compilefacts.py)
     return out
 
 
