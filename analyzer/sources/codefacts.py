@@ -109,6 +109,7 @@ class _Facts:
         self.main_guard = 0
         self.main_span: list[int] = []
         self.top_trains = False
+        self.main_trains = False  # the `__main__` block itself trains
 
     # ------------------------------------------------------------------ resolution
 
@@ -252,7 +253,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
             out[key] = value
     if fx.neuron:
         out["neuron"] = True
-
+    if fx.main_trains:
+        out["main_trains"] = True
     return out
 
 
@@ -580,6 +582,8 @@ class _Walk:
         if _is_trains_call(n):
             if not self.scope:
                 fx.top_trains = True
+            elif self.scope == MAIN:
+                fx.main_trains = True
             d = fx.defs.get(self.scope)
             if d is not None and "trains" not in d[3]:
                 d[3].append("trains")
