@@ -1,10 +1,10 @@
 """Python sources: one libcst parse and one walk per file match every active rule.
 
-The scanner is in three parts: scopes and name resolution (scopes.py: names resolve to fully
+The scanner is in named parts: scopes and name resolution (scopes.py: names resolve to fully
 qualified names through the file's imports and aliases), guards and fallbacks (guards.py: an
-optional GPU path is reported as a fallback), and the matching here, per clause kind, with the
-code matchers of `kind = "pattern"` clauses in matchers.py. Only code is matched: strings,
-comments and docstrings never produce findings.
+optional GPU path is reported as a fallback), and the matching: per clause kind here, what a
+clause asks of a value in conditions.py, and the code matchers of `kind = "pattern"` clauses in
+matchers.py. Only code is matched: strings, comments and docstrings never produce findings.
 """
 
 from __future__ import annotations
@@ -15,23 +15,22 @@ from typing import Any
 
 import libcst as cst
 
-from ..catalog import ArgCond, Match, Rule, conds_hold
+from ..catalog import ArgCond, Match, Rule
+from .conditions import Conditions, bare_ok
 from .cstwalk import Walker, iter_subtree
 from .guards import Guards
 from .imports import absolute
 from .matchers import MATCHERS, Matcher
-from .pyindex import PyIndex, callee_in, name_in
+from .pyindex import PyIndex, callee_in
 from .scopes import Binding, Names, Scope
 from .vocab import (
     IMPORT_CALLS,
-    NOT_LITERAL,
     OPTIMIZER_RECEIVER,
     TRAIN_NAME,
     dotted_parts,
     find_arg,
     literal_value,
     load_libcst,
-    maybe_none,
     short_code,
     string_shapes,
 )
@@ -41,10 +40,6 @@ load_libcst()
 __all__ = ["Hit", "PyResult", "PythonScanner", "dotted_parts", "find_arg", "iter_subtree", "literal_value",
            "scan_module", "snippet_of", "string_shapes"]
 
-_INT_NAME = re.compile(
-    r"(?i)^(n|k|num\w*|n_\w+|\w*_?size|\w*_?dim|top_?k|\w*_len|\w*batch\w*|samples?|\w*groups?|\w*heads?"
-    r"|times|factor|repeat|n_?rep|\w*_count|count|\w*_num|\w*steps?|\w*width|\w*height|scale)$"
-)
 _SETUP_KEYWORDS = frozenset({"install_requires", "extras_require", "setup_requires", "tests_require"})
 _ENV_CALLS = frozenset({"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"})
 # Kinds whose symbol is a qualified name (its first part is a top-level module).
@@ -85,6 +80,7 @@ class PythonScanner(Walker):
         self.nonref = self.names.nonref
         self.resolve = self.names.resolve
         self.guards = Guards()  # guards and fallbacks (guards.py)
+        self.conditions = Conditions(self.names)  # what clauses ask of values (conditions.py)
         self.hits: list[Hit] = []
         self.deferred: list[Hit] = []  # checked against the file's imports at the end (requires=)
         self.imports: set[str] = set()  # absolute module names this file imports (for requires=)
@@ -287,7 +283,7 @@ class PythonScanner(Walker):
             return
         self.mark_chain(target)
         for rule, clause in self.idx.decorators.lookup(q):
-            ok = self.args_match(expr, clause.args) if type(expr) is cst.Call else _bare_ok(clause.args)
+            ok = self.conditions.args(expr, clause.args) if type(expr) is cst.Call else bare_ok(clause.args)
             if ok:
                 hit = self.add(rule, clause, line, node, q, guarded)
                 if hit is not None:
@@ -462,7 +458,7 @@ class PythonScanner(Walker):
             self.mark_chain(func)
         if q is not None:
             for rule, clause in self.idx.calls.lookup(q):
-                if self.args_match(node, clause.args) and self.use_ok(node, clause):
+                if self.conditions.args(node, clause.args) and self.use_ok(node, clause):
                     self.add(rule, clause, line, node, q, guarded)
             if q in IMPORT_CALLS and node.args:
                 mod = literal_value(node.args[0].value)
@@ -495,7 +491,7 @@ class PythonScanner(Walker):
             entries = self.idx.methods.get(method)
             if entries:
                 for rule, clause in entries:
-                    if self.args_match(node, clause.args) and self.use_ok(node, clause):
+                    if self.conditions.args(node, clause.args) and self.use_ok(node, clause):
                         self.add(rule, clause, line, node, f".{method}()")
         for check in self.on["call"]:
             check(node, q, line)
@@ -513,49 +509,6 @@ class PythonScanner(Walker):
         for check in self.on["backward"]:
             check(node, line)
         self.scope.trains = True
-
-    def args_match(self, call: cst.Call, conds: tuple[ArgCond, ...]) -> bool:
-        return conds_hold(conds, lambda cond: find_arg(call, cond), self.value_matches)
-
-    def value_matches(self, cond: ArgCond, value: cst.CSTNode) -> bool:
-        lit = literal_value(value)
-        if cond.literal is not None and cond.literal == (lit is NOT_LITERAL):
-            return False
-        if cond.equals and not any(_same(lit, e) for e in cond.equals):
-            return False
-        if cond.pattern and not _pattern_matches(cond.pattern, value):
-            return False
-        if cond.names:
-            q, _ = self.resolve(value)
-            if q is None or not name_in(q, cond.names):
-                return False
-        if cond.string is not None and cond.string != bool(string_shapes(value)):
-            return False
-        if cond.maybe_none is not None and cond.maybe_none != maybe_none(value):
-            return False
-        return cond.int_like is None or cond.int_like == self.int_like(value)
-
-    def int_like(self, value: cst.CSTNode) -> bool:
-        """A Python int rather than a tensor, judged from the expression: a literal, a shape or
-        size, len(), or a count-like name (`num_heads`, `batch_size`, `self.n_rep`, `top_k`)."""
-        t = type(value)
-        lit = literal_value(value)
-        if lit is not NOT_LITERAL:
-            return isinstance(lit, int)
-        if t is cst.BinaryOperation:
-            return self.int_like(value.left) and self.int_like(value.right)
-        if t is cst.UnaryOperation:
-            return self.int_like(value.expression)
-        if t is cst.Subscript:
-            parts = dotted_parts(value.value)
-            return bool(parts) and parts[-1] == "shape"
-        if t is cst.Call:
-            q, _ = self.resolve(value.func) if type(value.func) in (cst.Name, cst.Attribute) else (None, False)
-            if q in ("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"):
-                return True
-            return type(value.func) is cst.Attribute and value.func.attr.value in ("size", "dim", "numel", "item", "ndimension")
-        parts = dotted_parts(value)
-        return bool(parts) and bool(_INT_NAME.search(parts[-1]))
 
     def use_ok(self, call: cst.Call, clause: Match) -> bool:
         return clause.result_used is None or clause.result_used == (id(call) not in self.discarded)
@@ -580,23 +533,11 @@ class PythonScanner(Walker):
                     continue
                 if clause.exclude_calls and callee_in(callee, method, clause.exclude_calls):
                     continue
-                if clause.args and not self.args_match(node, clause.args):
+                if clause.args and not self.conditions.args(node, clause.args):
                     continue
-                if self.keyword_value_matches(arg.value, clause):
+                if self.conditions.keyword_value(arg.value, clause):
                     sym = f"{arg.keyword.value}={short_code(arg.value)}"
                     self.add(rule, clause, line, node, sym)
-
-    def keyword_value_matches(self, value: cst.CSTNode, clause: Match) -> bool:
-        lit = literal_value(value)
-        if clause.values and any(_same(lit, v) for v in clause.values):
-            return True
-        if clause.pattern and any(re.fullmatch(clause.pattern, v) for v in string_shapes(value)):
-            return True
-        if clause.value_names:
-            q, _ = self.resolve(value)
-            if q is not None and name_in(q, clause.value_names):
-                return True
-        return False
 
     # ------------------------------------------------------------------ environment variables
 
@@ -639,33 +580,6 @@ class PythonScanner(Walker):
             if any(r in roots for r in hit.clause.requires):
                 self.hits.append(hit)
 
-
-
-def _bare_ok(conds: tuple[ArgCond, ...]) -> bool:
-    """A bare decorator (`@torch.compile`) is a call without arguments."""
-    return all(c.missing is True for c in conds)
-
-
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
-def _pattern_matches(pattern: str, value: cst.CSTNode) -> bool:
-    if any(re.fullmatch(pattern, s) for s in string_shapes(value)):
-        return True
-    if type(value) in (cst.List, cst.Tuple, cst.Set):
-        return any(_pattern_matches(pattern, el.value) for el in value.elements)
-    if type(value) is cst.Dict:  # `extra_compile_args={"nvcc": [...]}`
-        return any(
-            _pattern_matches(pattern, el.key) or _pattern_matches(pattern, el.value)
-            for el in value.elements if type(el) is cst.DictElement
-        )
-    if type(value) is cst.Call and dotted_parts(value.func) == ["dict"]:  # `dict(nvcc=[...])`
-        return any(
-            (a.keyword is not None and re.fullmatch(pattern, a.keyword.value)) or _pattern_matches(pattern, a.value)
-            for a in value.args
-        )
-    return False
 
 
 def snippet_of(node: cst.CSTNode) -> str:
