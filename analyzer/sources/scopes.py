@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .vocab import BUILTINS, dotted_parts, literal_value
+from .vocab import BUILTINS, dotted_parts, literal_value, load_libcst
+
+load_libcst()
 
 
 @dataclass(slots=True)

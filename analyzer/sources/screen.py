@@ -156,7 +156,7 @@ def _walk(node: ast.AST, skip: frozenset[int] = frozenset()):
 
 
 def _pattern_may(pattern: str, value: ast.AST) -> bool:
-    """python.py's _pattern_matches: a string shape, or a string in a list, dict or dict() call."""
+    """conditions.py's _pattern_matches: a string shape, or a string in a list, dict or dict() call."""
     if fullmatch_may(pattern, ast_shapes(value)):
         return True
     t = type(value)
@@ -385,7 +385,7 @@ class _Screen:
             return False
         for q in self.candidates(parts):
             if q.startswith("triton."):
-                return True  # python.py learns kernel names from these, for launches elsewhere
+                return True  # the triton_launch matcher learns kernel names from these, for launches elsewhere
             for _, clause in self.idx.decorators.lookup(q):
                 if self._may(clause) and (type(expr) is not ast.Call or self._args_may(expr, clause.args)):
                     return True

@@ -4,8 +4,9 @@ readers of literals, name chains, strings and call arguments, for both trees the
 
 The libcst readers and their ast twins sit side by side so that a change to one is made to the
 other: the screen must over-approximate what the scanner sees. libcst loads on first use (see
-sources/__init__.py), not with this module, which the catalog and the screen import: the libcst
-readers find it through `cst`, bound by `load_libcst()` (python.py calls it when it is imported).
+sources/__init__.py), not with this module, which the screen and the matcher registry import: the libcst
+readers find it through `cst`, bound by `load_libcst()`, which the scanner's modules (python.py,
+scopes.py, guards.py, conditions.py) call when they are imported.
 """
 
 from __future__ import annotations
