@@ -1,7 +1,7 @@
 """The rule catalog: rules/*.toml (and users' extra files) loaded into validated Rule objects.
 
 A rule is data. Its `match` clauses use a small set of matcher kinds; code exists only per kind
-(sources/python.py, native.py, deps.py and trace.py), never per rule. Every error names the file,
+(sources/python.py, native.py, deps.py and trace/ops.py), never per rule. Every error names the file,
 the rule id and the field, so a broken catalog is fixed in one look.
 """
 
@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import difflib
 import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 from .fixes import CODEMODS, FIX_KINDS
 from .model import CATEGORIES, CONFIDENCES, TARGETS
 from .numbers import plural
+from .tomlcheck import TomlSyntaxError, parse, unknown_keys
 
 RULE_ID = re.compile(r"^NR\d{4}$")
 # Two digits after NR name the category, so "NR10" selects every device rule.
@@ -35,6 +30,13 @@ ATEN_WHEN = ("always", "integer", "integer_or_bool", "float64", "complex", "dyna
 # What trace mode meets besides ops: TorchDynamo graph breaks, Python branches on tensor data,
 # and code the trace cannot capture.
 TRACE_EVENTS = ("graph-break", "data-dependent-branch", "trace-error")
+# How the effort model (effort.py) costs a rule's findings. "catalog": from the rule's own numbers,
+# grown with its sites or files (by category). The others read what the findings measured
+# (model.KernelFacts): "cuda-kernel" a CUDA source per file, whose kernels walk the CUDA kernel
+# learning curve on this rule's numbers; "cuda-host" the host C++ files of an extension; "triton-kernel"
+# a @triton.jit kernel, on the Triton learning curve; "triton-autotune" and "triton-launch" join their
+# kernel's task; "kernel" every finding is a kernel of its own (inline CUDA, CuPy, Numba, other DSLs).
+COSTINGS = ("catalog", "cuda-kernel", "cuda-host", "triton-kernel", "triton-autotune", "triton-launch", "kernel")
 # Categories where a guarded import or a kernel path with a PyTorch path beside it is a fallback.
 FALLBACK_CATEGORIES = ("custom-cuda", "triton", "gpu-library")
 
@@ -42,7 +44,36 @@ NATIVE_SOURCE_GLOBS = ("*.cu", "*.cuh", "*.cpp", "*.cc", "*.cxx", "*.c", "*.h", 
 
 
 class CatalogError(Exception):
-    """A catalog file that cannot be used: the message names file, rule and field."""
+    """A catalog file that cannot be used: the message names file, rule and field. `rule` (an id)
+    and `field`, `index` (0-based, of a rule with no usable id) or `line` say where, for line_in()."""
+
+    def __init__(self, message: str, rule: str | None = None, field: str = "", index: int | None = None,
+                 line: int | None = None):
+        super().__init__(message)
+        self.rule, self.field, self.index, self.line = rule, field, index, line
+
+    def line_in(self, text: str) -> int:
+        """The line of `text` (the catalog file) the problem is on: the field's key in its rule's table,
+        else the rule's `id` (or its `[[rule]]` header), else 1."""
+        if self.line:
+            return self.line
+        lines = text.splitlines()
+        header = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
+        starts = [n for n, line in enumerate(lines) if header.match(line)]
+        if self.rule:
+            rx = re.compile(r"^\s*id\s*=\s*[\"']" + re.escape(self.rule) + r"[\"']")
+            at = next((n for n, line in enumerate(lines) if rx.match(line)), None)
+        else:
+            at = starts[self.index] if self.index is not None and self.index < len(starts) else None
+        if at is None:
+            return 1
+        keys = re.findall(r"[A-Za-z_]+", self.field)
+        if keys:
+            start = max((s for s in starts if s <= at), default=0)
+            end = min((s for s in starts if s > at), default=len(lines))
+            key = re.compile(r"^\s*" + re.escape(keys[-1]) + r"\s*=")
+            return next((n + 1 for n in range(start, end) if key.match(lines[n])), at + 1)
+        return at + 1
 
 
 @dataclass(frozen=True)
@@ -154,6 +185,7 @@ class Rule:
     fix: str = ""  # "safe" or "unsafe": `neuron-ready fix` can rewrite what the rule finds; "" = no fix
     codemod: str = ""  # the codemod that does it (fixes/codemods.py)
     fix_examples: tuple[tuple[str, str], ...] = ()  # (before, after) pairs, run as tests
+    costing: str = "catalog"  # how the effort model costs it (COSTINGS)
 
     def remedy_for(self, target: str) -> str:
         return self.remedy_xla if target == "xla" and self.remedy_xla else self.remedy
@@ -186,6 +218,10 @@ class Catalog:
 
     def get(self, rule_id: str) -> Rule | None:
         return self.rules.get(rule_id.upper())
+
+    def costed(self, costing: str) -> Rule | None:
+        """The rule (lowest id) the effort model costs as `costing`, e.g. the CUDA kernel unit."""
+        return next((r for r in self if r.costing == costing), None)
 
     def select(self, target: str | None = None, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> "Catalog":
         """The rules active for a target under select/ignore lists of ids, prefixes or categories."""
@@ -264,7 +300,8 @@ class _Checker:
         self.rule_id = rule_id
 
     def fail(self, fieldname: str, problem: str) -> CatalogError:
-        return CatalogError(f"{self.origin}: {self.rule_id}: field '{fieldname}': {problem}")
+        return CatalogError(f"{self.origin}: {self.rule_id}: field '{fieldname}': {problem}", rule=self.rule_id,
+                            field=fieldname)
 
     def string(self, d: dict, key: str, fieldname: str, required: bool = True, default: str = "") -> str:
         if key not in d:
@@ -316,7 +353,7 @@ class _Checker:
         return value
 
     def unknown(self, d: dict, allowed: Iterable[str], fieldname: str) -> None:
-        extra = sorted(set(d) - set(allowed))
+        extra = sorted(unknown_keys(d, allowed))
         if extra:
             raise self.fail(f"{fieldname}{extra[0]}" if fieldname else extra[0], "unknown field")
 
@@ -324,7 +361,7 @@ class _Checker:
 RULE_FIELDS = (
     "id", "title", "category", "targets", "match", "effort", "confidence", "remedy", "remedy_xla",
     "why", "source", "evidence", "message", "see_also", "fallback", "invalid", "valid", "example_file",
-    "fix", "codemod", "fix_example",
+    "fix", "codemod", "fix_example", "costing",
 )
 MATCH_FIELDS: dict[str, tuple[str, ...]] = {
     "import": ("modules",),
@@ -404,7 +441,7 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
     if "pattern" in raw:
         kw["pattern"] = c.regex(c.string(raw, "pattern", f"{fieldname}.pattern"), f"{fieldname}.pattern")
     if "matcher" in raw:
-        kw["matcher"] = c.string(raw, "matcher", f"{fieldname}.matcher")
+        kw["matcher"] = c.choice(raw, "matcher", f"{fieldname}.matcher", _matchers())
     if "args" in raw:
         if not isinstance(raw["args"], list) or not raw["args"]:
             raise c.fail(f"{fieldname}.args", "expected a non-empty list of tables")
@@ -443,6 +480,13 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
     return m
 
 
+def _matchers() -> tuple[str, ...]:
+    """The code matchers a `kind = "pattern"` clause may name (imported late: the scanner imports us)."""
+    from .sources.matchers import MATCHERS
+
+    return tuple(MATCHERS)
+
+
 def _number(c: _Checker, d: dict, key: str) -> float:
     v = d.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -478,10 +522,11 @@ def _parse_fix(c: _Checker, raw: dict) -> tuple[str, str, tuple[tuple[str, str],
 
 def parse_rule(raw: Any, origin: str, index: int) -> Rule:
     if not isinstance(raw, dict):
-        raise CatalogError(f"{origin}: rule #{index + 1}: expected a table")
+        raise CatalogError(f"{origin}: rule #{index + 1}: expected a table", index=index)
     rid = raw.get("id")
     if not isinstance(rid, str) or not RULE_ID.match(rid):
-        raise CatalogError(f"{origin}: rule #{index + 1}: field 'id': expected NR followed by four digits, got {rid!r}")
+        raise CatalogError(f"{origin}: rule #{index + 1}: field 'id': expected NR followed by four digits, got {rid!r}",
+                           field="id", index=index)
     c = _Checker(origin, rid)
     c.unknown(raw, RULE_FIELDS, "")
     category = c.choice(raw, "category", "category", CATEGORIES)
@@ -538,6 +583,7 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
         fix=fix,
         codemod=codemod,
         fix_examples=fix_examples,
+        costing=c.choice(raw, "costing", "costing", COSTINGS, default="catalog"),
     )
     if rule.static and not invalid:
         raise c.fail("invalid", "a rule that matches source needs at least one example that it flags")
@@ -546,9 +592,9 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
 
 def load_text(text: str, origin: str) -> list[Rule]:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise CatalogError(f"{origin}: invalid TOML: {e}") from None
+        data = parse(text)
+    except TomlSyntaxError as e:
+        raise CatalogError(f"{origin}: invalid TOML: {e}", line=e.line) from None
     extra = set(data) - {"rule"}
     if extra:
         raise CatalogError(f"{origin}: unknown top-level key '{sorted(extra)[0]}' (rules go in [[rule]] tables)")
@@ -562,7 +608,7 @@ def _add(catalog: Catalog, rules: list[Rule]) -> None:
     for r in rules:
         if r.id in catalog.rules:
             other = catalog.rules[r.id].origin
-            raise CatalogError(f"{r.origin}: {r.id}: field 'id': duplicate of the rule in {other}")
+            raise CatalogError(f"{r.origin}: {r.id}: field 'id': duplicate of the rule in {other}", rule=r.id, field="id")
         catalog.rules[r.id] = r
 
 

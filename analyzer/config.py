@@ -10,19 +10,14 @@ import difflib
 import math
 import os
 import re
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .catalog import not_a_selector, valid_selector
 from .model import CATEGORIES, EFFORT_CLASSES, TARGETS
+from .tomlcheck import TomlSyntaxError, did_you_mean, parse, unknown_keys
 
 TOOL = "neuron-ready"
 CONFIG_FILES = ("neuron-ready.toml", ".neuron-ready.toml", "pyproject.toml")
@@ -142,22 +137,15 @@ def read_config(path: Path) -> RawConfig:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}:1: config is not UTF-8 text") from None
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        line = getattr(e, "lineno", None) or _line_from_message(str(e))
-        msg = getattr(e, "msg", None) or re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
-        raise ConfigError(f"{path}:{line}: invalid TOML: {msg}") from None
+        data = parse(text)
+    except TomlSyntaxError as e:
+        raise ConfigError(f"{path}:{e.line}: invalid TOML: {e.problem}") from None
     standalone = path.name != "pyproject.toml"
     table = data if standalone else data.get("tool", {}).get(TOOL, {})
     raw = RawConfig(path, text, table if isinstance(table, dict) else {}, standalone)
     if not isinstance(table, dict):
         raise raw.error("must be a table")
     return raw
-
-
-def _line_from_message(msg: str) -> int:
-    m = re.search(r"line (\d+)", msg)
-    return int(m.group(1)) if m else 1
 
 
 def _strings(raw: RawConfig, key: str, value: Any) -> list[str]:
@@ -213,11 +201,8 @@ def check_fail_on(values: list[str]) -> list[str]:
 
 def apply_config(settings: Settings, raw: RawConfig) -> None:
     t = raw.table
-    for key in t:
-        if key not in KEYS:
-            close = difflib.get_close_matches(key, KEYS, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise raw.error(f"unknown key '{key}'{hint}", key)
+    for key in unknown_keys(t, KEYS)[:1]:
+        raise raw.error(f"unknown key '{key}'{did_you_mean(key, KEYS)}", key)
     base = raw.path.parent
     if "target" in t:
         if t["target"] not in TARGETS:
@@ -285,9 +270,7 @@ def apply_config(settings: Settings, raw: RawConfig) -> None:
             raise raw.error("workload: expected a table", "workload")
         for key in w:
             if key not in WORKLOAD_KEYS:
-                close = difflib.get_close_matches(key, WORKLOAD_KEYS, n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise raw.error(f"workload: unknown key '{key}'{hint}", key, "workload")
+                raise raw.error(f"workload: unknown key '{key}'{did_you_mean(key, WORKLOAD_KEYS)}", key, "workload")
             problem = workload_problem(key, w[key])
             if problem:
                 raise raw.error(f"workload: {key}: {problem}", key)

@@ -86,15 +86,9 @@ FAMILY_TITLES = {
     "compile": "torch.compile settings", "host-sync": "Host synchronisation in the step",
     "dependency": "Dependency declarations", "triton": "Triton plumbing",
 }
-# Rules the model reads measurements from (any other rule is costed from its catalog numbers alone).
-CUDA_FILE_RULES = ("NR1703", "NR1704")  # per-file CUDA/C++ findings with kernel counts and lines
-CUDA_KERNEL_RULE = "NR1703"  # the catalog numbers of one CUDA kernel unit
-CUDA_HOST_RULE = "NR1704"  # host C++ files of an extension
-TRITON_KERNEL_RULE = "NR1801"
-TRITON_AUTOTUNE_RULE = "NR1802"
-TRITON_LAUNCH_RULE = "NR1803"
-# Rules whose every finding is a kernel of its own (inline CUDA, CuPy/Numba/PyCUDA, jiterator, other DSLs).
-KERNEL_RULES = frozenset({"NR1702", "NR1707", "NR1708", "NR1710", "NR1713", "NR1806"})
+# A rule's `costing` (catalog.COSTINGS) says whether the model reads measurements from its findings
+# (model.KernelFacts) or costs them from its catalog numbers alone ("catalog").
+CUDA_FILE = ("cuda-kernel", "cuda-host")  # per-file CUDA/C++ findings with kernel counts and lines
 
 
 def op_stem(name: str, path: str = "") -> str:
@@ -220,6 +214,14 @@ class _Planner:
     def rule(self, f: Finding) -> Rule | None:
         return self.catalog.get(f.rule)
 
+    def costing(self, f: Finding) -> str:
+        rule = self.catalog.get(f.rule)
+        return rule.costing if rule is not None else "catalog"
+
+    def cuda_file(self, f: Finding) -> bool:
+        """A per-file CUDA/C++ source finding (with its measured kernels)."""
+        return self.costing(f) in CUDA_FILE and f.kernel_facts.loc is not None
+
     def base(self, rule: Rule) -> Range:
         """A rule's catalog numbers; an unsupported op on the native target in eager mode is a CPU
         fallback to check, not a rewrite (unless the training step is compiled)."""
@@ -238,7 +240,7 @@ class _Planner:
         """A rule's catalog numbers grown with its sites (per occurrence) or files (per task).
         With --assume-fixed, what `neuron-ready fix` rewrites safely costs nothing: it is done."""
         if self.assume_fixed:
-            fs = [f for f in fs if f.details.get("fix") != "safe"]
+            fs = [f for f in fs if f.fix != "safe"]
         return _scale(self.base(rule), size(rule, fs, rate)) if fs else Range(0.0, 0.0, 0.0)
 
     def by_rule(self, idx: list[int]) -> dict[str, list[Finding]]:
@@ -269,21 +271,21 @@ class _Planner:
                 else:
                     self.draft(f"T-ext-{ident}", f"Port CUDA extension `{ident}`", "custom-cuda",
                                "port-extension", extension=ident).idx.append(i)
-            elif f.rule == TRITON_KERNEL_RULE and f.details.get("kernel") and f.details.get("pytorch_path"):
+            elif rule.costing == "triton-kernel" and f.kernel_facts.kernel and f.kernel_facts.pytorch_path:
                 # One switch (the caller's setting) turns a file's kernels off for the PyTorch path beside them.
-                name = str(f.details["kernel"])
+                name = f.kernel_facts.kernel
                 tid = f"T-switch-{f.path}"
                 triton_kernels[(f.path, name)] = tid
                 self.draft(tid, f"Switch to the PyTorch path beside the Triton kernels of `{f.path}`, validate, then optimise",
                            "triton", "switch-to-reference", path=f.path).idx.append(i)
-            elif f.rule == TRITON_KERNEL_RULE and f.details.get("kernel"):
-                name = str(f.details["kernel"])
+            elif rule.costing == "triton-kernel" and f.kernel_facts.kernel:
+                name = f.kernel_facts.kernel
                 stem = op_stem(name, f.path)
                 tid = f"T-triton-{stem}"
                 triton_kernels[(f.path, name)] = tid
                 d = self.draft(tid, f"Rewrite Triton op `{stem}`", "triton", "rewrite-kernel", op=stem)
                 d.idx.append(i)
-            elif f.category == "triton" and f.rule not in KERNEL_RULES:
+            elif f.category == "triton" and rule.costing != "kernel":
                 later.append(i)
             elif f.category == "gpu-library" and self.built_here(f) is not None:
                 ident = self.built_here(f)  # one op is one task: its port, not also a library swap
@@ -301,7 +303,7 @@ class _Planner:
                            "unsupported-op", op=op).idx.append(i)
             elif f.category in MECHANICAL and (rule.effort.per == "occurrence" or f.category == "dependency"):
                 self.draft(f"T-{f.category}", FAMILY_TITLES[f.category], f.category, "mechanical").idx.append(i)
-            elif f.rule in KERNEL_RULES:
+            elif rule.costing == "kernel":
                 self.draft(f"T-kernel-{rule.id}-{f.path}:{f.line}", f"Port: {rule.title} ({f.path}:{f.line})",
                            f.category, "rewrite-kernel").idx.append(i)
             else:
@@ -313,8 +315,8 @@ class _Planner:
             f = self.findings[i]
             rule = self.rule(f)
             tid = None
-            if f.rule in (TRITON_AUTOTUNE_RULE, TRITON_LAUNCH_RULE):
-                name = str(f.details.get("kernel") or f.symbol)
+            if rule.costing in ("triton-autotune", "triton-launch"):
+                name = f.kernel_facts.kernel or f.symbol
                 tid = triton_kernels.get((f.path, name)) or _unique(v for (p, n), v in triton_kernels.items() if n == name)
             elif rule.effort.per == "task":  # `import triton`: part of the file's first kernel
                 tid = min((v for (p, _), v in triton_kernels.items() if p == f.path), default=None)
@@ -359,7 +361,7 @@ class _Planner:
         if self.reach is not None:
             ext_id = self.reach.extension_of.get(f.path) or self.reach.build_sites.get((f.path, f.line))
         if ext_id is None:
-            if f.rule in CUDA_FILE_RULES and f.details.get("loc") is not None:
+            if self.cuda_file(f):
                 # CUDA sources with no build information (files given one by one): one extension per folder
                 d = str(PurePosixPath(f.path).parent)
                 return "ext", d if d != "." else "<root>"
@@ -441,17 +443,18 @@ class _Planner:
             f = self.findings[i]
             rule = self.rule(f)
             files.add(f.path)
-            if f.rule in CUDA_FILE_RULES and f.details.get("loc") is not None:
-                k = int(f.details.get("kernels") or 0)
+            facts = f.kernel_facts
+            if self.cuda_file(f):
+                k = facts.kernels
                 if k:
-                    loc = float(f.details.get("kernel_loc") or 0)
+                    loc = float(facts.kernel_loc)
                     kernels += k
                     kernel_loc += int(loc)
-                    names = list(f.details.get("kernel_names") or []) or [PurePosixPath(f.path).stem] * k
+                    names = list(facts.kernel_names) or [PurePosixPath(f.path).stem] * k
                     for name in names[:k]:
-                        ops.setdefault(op_stem(str(name), f.path), []).append(
-                            (f.path, weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC), str(name)))
-                    backward = backward or bool(f.details.get("backward"))
+                        ops.setdefault(op_stem(name, f.path), []).append(
+                            (f.path, weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC), name))
+                    backward = backward or facts.backward
                 else:
                     host.append(f)
             elif self.reach is not None and (f.path, f.line) in self.reach.build_sites:
@@ -464,13 +467,13 @@ class _Planner:
         elif build_rules:  # the build and bindings, once (the costliest build rule that matched)
             parts.append(max((_base(r) for r in build_rules), key=lambda r: (r.likely, r.high, r.low)))
         if host:
-            host_rule = self.catalog.get(CUDA_HOST_RULE) or self.rule(host[0])
+            host_rule = self.catalog.costed("cuda-host") or self.rule(host[0])
             n = sum(weight(f) for f in host)
             parts.append(_scale(_base(host_rule), growth(n, RATE_FILES)))
         for r, fs in sorted(self.by_rule(rest).items()):
             parts.append(self.rule_cost(self.catalog.get(r), fs))
-        kernel_findings = [self.findings[i] for i in d.idx if self.findings[i].rule in CUDA_FILE_RULES]
-        if kernel_findings and all(f.details.get("pytorch_path") for f in kernel_findings):
+        kernel_findings = [self.findings[i] for i in d.idx if self.costing(self.findings[i]) in CUDA_FILE]
+        if kernel_findings and all(f.kernel_facts.pytorch_path for f in kernel_findings):
             units, referenced = 0.0, ["<the PyTorch path beside it>"]  # one switch turns the whole extension off
         else:
             units, referenced = self.op_units(ops)
@@ -479,8 +482,9 @@ class _Planner:
             d.kind = "switch-to-reference" if not units else d.kind
         elif backward:
             parts.append(BACKWARD_ADDON)
-        if units and self.catalog.get(CUDA_KERNEL_RULE) is not None:
-            self.units[d.id] = (CUDA_KERNEL_RULE, units)
+        unit_rule = self.catalog.costed("cuda-kernel")  # the catalog numbers of one CUDA kernel unit
+        if units and unit_rule is not None:
+            self.units[d.id] = (unit_rule.id, units)
         d.details.update(kernels=kernels, ops=len(ops), kernel_loc=kernel_loc, kernel_units=round(units, 2),
                          files=len(files), backward=backward)
         if referenced:
@@ -517,7 +521,8 @@ class _Planner:
     def switch_cost(self, d: _Draft) -> Range:
         """Kernels whose callers have a PyTorch path beside them, behind a setting that is on by
         default: turn it off, validate the PyTorch path, optimise what profiling shows (once)."""
-        kernels = sorted({str(self.findings[i].details.get("kernel")) for i in d.idx if self.findings[i].rule == TRITON_KERNEL_RULE})
+        kernels = sorted({self.findings[i].kernel_facts.kernel for i in d.idx
+                          if self.costing(self.findings[i]) == "triton-kernel"})
         d.details.update(kernels=kernels, sites=len(d.idx))
         return REFERENCE_SWITCH
 
@@ -529,22 +534,24 @@ class _Planner:
         sizes: list[float] = []
         names: set[str] = set()
         paths: set[str] = set()
+        unit_rule = ""  # the rule whose numbers one Triton kernel unit costs
         for i in d.idx:
             f = self.findings[i]
             rule = self.rule(f)
-            if f.rule == TRITON_KERNEL_RULE:
-                lines = float(f.details.get("lines") or 0)
-                k = weight(f) * kernel_size(lines, TRITON_REF_LINES)
-                if f.details.get("atomics"):
+            facts = f.kernel_facts
+            if rule.costing == "triton-kernel":
+                unit_rule = unit_rule or rule.id
+                k = weight(f) * kernel_size(float(facts.lines), TRITON_REF_LINES)
+                if facts.atomics:
                     k *= ATOMICS_FACTOR
-                sizes.append((f.path, k, str(f.details.get("kernel") or "")))
-                names.add(str(f.details.get("kernel")))
+                sizes.append((f.path, k, facts.kernel))
+                names.add(facts.kernel)
                 paths.add(f.path)
-                d.details["lines"] = d.details.get("lines", 0) + int(lines)
-                d.details["atomics"] = d.details.get("atomics", 0) + int(f.details.get("atomics") or 0)
-                d.details["backward"] = d.details.get("backward", False) or bool(f.details.get("backward"))
-            elif f.rule == TRITON_AUTOTUNE_RULE:
-                configs = max(1.0, float(f.details.get("autotune_configs") or 1))
+                d.details["lines"] = d.details.get("lines", 0) + facts.lines
+                d.details["atomics"] = d.details.get("atomics", 0) + facts.atomics
+                d.details["backward"] = d.details.get("backward", False) or facts.backward
+            elif rule.costing == "triton-autotune":
+                configs = max(1.0, float(facts.autotune_configs or 1))
                 parts.append(_scale(_base(rule), weight(f) * growth(configs, RATE_SITES)))
             else:
                 rest.append(f)
@@ -557,7 +564,7 @@ class _Planner:
             d.kind = "switch-to-reference"
             d.details["references"] = referenced
         elif units:
-            self.units[d.id] = (TRITON_KERNEL_RULE, units)
+            self.units[d.id] = (unit_rule, units)
         d.details.update(kernels=sorted(names), files=len(paths))
         where = ", ".join(sorted(paths)[:2]) + (" …" if len(paths) > 2 else "")
         n = len(names)

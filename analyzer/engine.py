@@ -153,7 +153,7 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     hashed; `stamps` are the jobs' stats when the caller took them already. Every result passes
     through the cache's encoding, so a report is the same byte for byte whether it came from the
     cache, this process or a worker."""
-    from .workers import Task, gc_tuned, run_supervised
+    from .workers import FileTask, gc_tuned, run_supervised
 
     progress = progress if progress is not None else Progress()
     stats = stats if stats is not None else ScanStats()
@@ -162,9 +162,9 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     index = StatIndex(cache.files, str(settings.root)) if cache is not None else None
     workers = worker_count(settings)
     results: list[FileResult | None] = [None] * len(jobs)
-    todo: list[Task] = []
+    todo: list[FileTask] = []
 
-    def done(task: Task, key: str | None, payload: bytes) -> None:
+    def done(task: FileTask, key: str | None, payload: bytes) -> None:
         result = results[task.index] = decode_result(payload)
         if cache is not None and key is not None:
             cache.put(key, payload)
@@ -196,7 +196,7 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
                     continue
             if workers:  # the worker reads the file again and keys the result by what it read
                 size = stamp.size if cache is not None and stamp is not None else _size(job.path)
-                todo.append(Task(i, job, size))
+                todo.append(FileTask(i, job, size))
                 continue
             if data is None:  # in this process: key exactly the bytes scanned
                 try:
@@ -204,7 +204,7 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
                 except OSError:
                     pass
                 key = keys.key(job, data) if keys is not None and data is not None else None
-            done(Task(i, job, len(data) if data is not None else 0), key, encode_result(scan_file(job, ctx, data)))
+            done(FileTask(i, job, len(data) if data is not None else 0), key, encode_result(scan_file(job, ctx, data)))
             stats.scanned += 1
         stats.workers = min(workers, len(todo))
         if todo:

@@ -62,6 +62,15 @@ class Finding:
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.line, self.column, self.rule, self.symbol, self.message)
 
+    @property
+    def kernel_facts(self) -> "KernelFacts":
+        return KernelFacts.of(self.details)
+
+    @property
+    def fix(self) -> str:
+        """"safe" or "unsafe" when `neuron-ready fix` rewrites this finding, else "" (sources/__init__.py)."""
+        return str(self.details.get("fix") or "")
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "rule": self.rule,
@@ -108,6 +117,42 @@ class Finding:
             symbol=d.get("symbol", ""), snippet=d.get("snippet", ""), scope=d.get("scope", ""),
             cell=d.get("cell"), details=details, on_path=d.get("on_path"), status=d.get("status"),
             origin=d.get("origin", "static"), context=d.get("context"), gate=d.get("gate"),
+        )
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What the scanners measured about a kernel-bearing finding, typed for the effort model.
+
+    The scanners write these under the same names into `Finding.details` (so they are also keys of
+    the finding's JSON): python.py for Triton kernels, their autotune configs and launches, native.py
+    for per-file CUDA/C++ sources, context.py for `pytorch_path`. Read them here, never as raw keys."""
+
+    kernel: str = ""  # Triton: the kernel a @triton.jit, autotune or launch finding belongs to
+    lines: int = 0  # Triton kernel: its lines
+    atomics: int = 0  # Triton kernel: its tl.atomic_* calls
+    autotune_configs: int = 0  # triton.autotune: its configs (0: not counted)
+    backward: bool = False  # a backward kernel (Triton) or a file with one (CUDA)
+    loc: int | None = None  # CUDA/C++ source: non-blank lines; None: not a per-file finding
+    kernels: int = 0  # CUDA source: its __global__ kernels
+    kernel_loc: int = 0  # CUDA source: the lines of those kernels
+    kernel_names: tuple[str, ...] = ()
+    pytorch_path: bool = False  # a setting picks this kernel; a PyTorch path sits beside it
+
+    @classmethod
+    def of(cls, details: dict[str, Any]) -> "KernelFacts":
+        loc = details.get("loc")
+        return cls(
+            kernel=str(details["kernel"]) if details.get("kernel") is not None else "",
+            lines=int(details.get("lines") or 0),
+            atomics=int(details.get("atomics") or 0),
+            autotune_configs=int(details.get("autotune_configs") or 0),
+            backward=bool(details.get("backward")),
+            loc=None if loc is None else int(loc),
+            kernels=int(details.get("kernels") or 0),
+            kernel_loc=int(details.get("kernel_loc") or 0),
+            kernel_names=tuple(str(n) for n in details.get("kernel_names") or ()),
+            pytorch_path=bool(details.get("pytorch_path")),
         )
 
 
@@ -249,7 +294,7 @@ class Report:
 
     def fixable(self) -> tuple[int, int]:
         """(safe, unsafe): findings on the training path `neuron-ready fix` can rewrite."""
-        kinds = [f.details.get("fix") for f in self.findings]
+        kinds = [f.fix for f in self.findings]
         return kinds.count("safe"), kinds.count("unsafe")
 
     def fixable_line(self, command: str = "`neuron-ready fix`") -> str:

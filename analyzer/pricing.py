@@ -7,22 +7,19 @@ ConfigError one-liners (exit code 2) that say what to pass instead.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .config import PRICINGS, ConfigError
+from .tomlcheck import TomlSyntaxError, parse, unknown_keys
 FAMILIES = ("gpu", "trainium")
 # Every catalog price is Linux on-demand (or reserved, spot) in this region, in this currency.
 REGION = "us-east-1"
 CURRENCY = "USD"
 # Trainium generations the native target (TorchNeuron, PyTorch >= 2.10) runs on; trn1 is XLA only.
 NATIVE_TRAINIUM = ("trn2", "trn3")
+INSTANCE_FIELDS = ("name", "family", "accelerator", "accelerators", "accelerator_memory_gib", "prices", "note")
+PRICE_FIELDS = ("usd", "date", "source", "low", "high")
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
@@ -52,8 +49,8 @@ def _fail(origin: str, where: str, problem: str) -> ConfigError:
 
 def parse_pricing(text: str, origin: str = "pricing.toml") -> dict[str, Instance]:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+        data = parse(text)
+    except TomlSyntaxError as e:
         raise ConfigError(f"{origin}: invalid TOML: {e}") from None
     out: dict[str, Instance] = {}
     for i, raw in enumerate(data.get("instance", [])):
@@ -63,7 +60,7 @@ def parse_pricing(text: str, origin: str = "pricing.toml") -> dict[str, Instance
             raise _fail(origin, where, "needs a name")
         if name in out:
             raise _fail(origin, where, "duplicate name")
-        unknown = set(raw) - {"name", "family", "accelerator", "accelerators", "accelerator_memory_gib", "prices", "note"}
+        unknown = unknown_keys(raw, INSTANCE_FIELDS)
         if unknown:
             raise _fail(origin, where, f"unknown field {sorted(unknown)[0]!r}")
         if raw.get("family") not in FAMILIES:
@@ -79,8 +76,9 @@ def parse_pricing(text: str, origin: str = "pricing.toml") -> dict[str, Instance
             pw = f"{where} price {kind!r}"
             if kind not in PRICINGS:
                 raise _fail(origin, pw, f"must be one of {', '.join(PRICINGS)}")
-            if set(p) - {"usd", "date", "source", "low", "high"}:
-                raise _fail(origin, pw, f"unknown field {sorted(set(p) - {'usd', 'date', 'source', 'low', 'high'})[0]!r}")
+            unknown = unknown_keys(p, PRICE_FIELDS)
+            if unknown:
+                raise _fail(origin, pw, f"unknown field {sorted(unknown)[0]!r}")
             usd = p.get("usd")
             if not isinstance(usd, (int, float)) or isinstance(usd, bool) or usd <= 0:
                 raise _fail(origin, pw, "usd must be a positive number (USD per instance-hour)")

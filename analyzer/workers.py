@@ -50,14 +50,17 @@ RECYCLE_BYTES = 256 * 1024  # after libcst parsed this much, exit: fragments of 
 
 
 @dataclass(frozen=True)
-class Task:
+class FileTask:
+    """One file for a worker: its place in the job list, the job and its size in bytes (a task of the
+    scan, not a porting task: model.Task is that)."""
+
     index: int
     job: FileJob
     size: int
 
 
 # (task, cache key or None, encoded FileResult)
-Done = Callable[[Task, "str | None", bytes], None]
+Done = Callable[[FileTask, "str | None", bytes], None]
 
 
 def file_timeout() -> float:
@@ -157,11 +160,11 @@ class _Worker:
         self.process = mp.Process(target=_serve, args=(child, ctx, keys, os.getpid()), daemon=True)
         self.process.start()
         child.close()
-        self.task: Task | None = None
+        self.task: FileTask | None = None
         self.started = self.check_at = 0.0
         self.cpu_start: float | None = None
 
-    def assign(self, task: Task, timeout: float) -> None:
+    def assign(self, task: FileTask, timeout: float) -> None:
         self.task = task
         self.started = time.monotonic()
         self.check_at = self.started + timeout
@@ -209,14 +212,14 @@ def _death(process) -> str:
 class _Queue:
     """Pending tasks by size: the largest that fits the memory budget goes next."""
 
-    def __init__(self, tasks: list[Task]) -> None:
+    def __init__(self, tasks: list[FileTask]) -> None:
         self.tasks = sorted(tasks, key=lambda t: (t.size, -t.index))
         self.sizes = [t.size for t in self.tasks]
 
     def __len__(self) -> int:
         return len(self.tasks)
 
-    def take(self, in_flight: int, busy: int) -> Task | None:
+    def take(self, in_flight: int, busy: int) -> FileTask | None:
         limit = BUDGET_BYTES - in_flight if busy else None
         i = len(self.tasks) if limit is None else bisect.bisect_right(self.sizes, max(limit, SMALL_BYTES))
         if i == 0:
@@ -225,7 +228,7 @@ class _Queue:
         return self.tasks.pop(i - 1)
 
 
-def run_supervised(tasks: list[Task], ctx: ScanContext, keys: Keys | None, workers: int,
+def run_supervised(tasks: list[FileTask], ctx: ScanContext, keys: Keys | None, workers: int,
                    on_done: Done, tick: Callable[[], None] = lambda: None,
                    warm: Callable[[], None] | None = None) -> None:
     """Scan every task in up to `workers` processes; on_done is called once per task. `warm` runs

@@ -1,4 +1,4 @@
-"""Scan speed and memory on real code, against bare libcst and TorchFix; docs/performance.md
+"""Scan speed and memory on real code, against bare libcst and TorchFix; docs/lab/performance.md
 publishes the figures.
 
     python benchmarks/scan_bench.py                      # torch and transformers, TorchFix on torch/nn

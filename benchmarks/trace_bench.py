@@ -67,7 +67,7 @@ def baseline() -> dict:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from neuron_ready.trace import graph_op_counts, make_fx_joint_graph
+    from neuron_ready.trace.run import graph_op_counts, make_fx_joint_graph
 
     sys.path.insert(0, str(REPO / "benchmarks"))
     import llama_shaped

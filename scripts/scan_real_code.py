@@ -1,6 +1,6 @@
 """Download source distributions of real GPU-era packages into a cache outside the repository,
 scan each with neuron-ready, and print two Markdown tables: the effort calibration (expected class
-against the scan's, docs/effort-model.md section 6) and what each scan found (docs/real-code.md).
+against the scan's, docs/effort-model.md section 6) and what each scan found (docs/lab/real-code.md).
 
     python scripts/scan_real_code.py                  # all packages
     python scripts/scan_real_code.py flash-attn timm  # some

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from examples import flagged_lines, run_example
 from neuron_ready.catalog import CatalogError, load_catalog, load_text, selector_matches
 from neuron_ready.model import CATEGORIES
+from neuron_ready.ruletest import example_problem
 
 CATALOG = load_catalog()
 RULES = list(CATALOG)
@@ -26,23 +26,14 @@ def _examples(kind):
 
 @pytest.mark.parametrize("rule,example", list(_examples("invalid")))
 def test_invalid_example_is_flagged_on_marked_lines(rule, example):
-    # Matching does not depend on the target (only remedy text does), so one target is enough.
-    for target in rule.targets[:1]:
-        got, diagnostics = run_example(rule, example, target)
-        assert not diagnostics, diagnostics
-        want = flagged_lines(example)
-        if want:
-            assert got == want, f"{rule.id} ({target}) fired on lines {sorted(got)}, example marks {sorted(want)}"
-        else:
-            assert got, f"{rule.id} ({target}) did not fire"
+    problem = example_problem(rule, example, "invalid")
+    assert problem is None, problem
 
 
 @pytest.mark.parametrize("rule,example", list(_examples("valid")))
 def test_valid_example_is_not_flagged(rule, example):
-    for target in rule.targets[:1]:
-        got, diagnostics = run_example(rule, example, target)
-        assert not diagnostics, diagnostics
-        assert not got, f"{rule.id} ({target}) fired on lines {sorted(got)} of a valid example"
+    problem = example_problem(rule, example, "valid")
+    assert problem is None, problem
 
 
 def test_every_rule_has_a_source_and_remedy():
@@ -93,6 +84,10 @@ def test_minimal_rule_loads():
         (('why = "w"', ''), "extra.toml: NR1099: field 'why': is required"),
         (('invalid = ["import torch\\nx.cuda()  # flagged\\n"]', ''), "extra.toml: NR1099: field 'invalid'"),
         (('confidence = "high"', 'confidence = "sure"'), "extra.toml: NR1099: field 'confidence'"),
+        (('confidence = "high"', 'confidence = "high"\ncosting = "cuda"'),
+         "extra.toml: NR1099: field 'costing': expected one of catalog, cuda-kernel"),
+        (('kind = "method"\nnames = ["cuda"]', 'kind = "pattern"\nmatcher = "device_strings"'),
+         "extra.toml: NR1099: field 'match[0].matcher': expected one of "),
     ],
 )
 def test_invalid_entries_name_file_rule_and_field(change, expected):
@@ -116,6 +111,21 @@ def test_duplicate_ids_are_rejected(tmp_path):
     extra.write_text(BASE.replace("NR1099", "NR1001"))
     with pytest.raises(CatalogError, match=r"NR1001: field 'id': duplicate of the rule in rules/device.toml"):
         load_catalog([extra])
+
+
+def test_costing_defaults_to_catalog_numbers_and_names_the_measured_rules():
+    (rule,) = load_text(BASE, "extra.toml")
+    assert rule.costing == "catalog"
+    costed = {r.id: r.costing for r in RULES if r.costing != "catalog"}
+    assert costed["NR1703"] == "cuda-kernel" and costed["NR1801"] == "triton-kernel"
+    assert CATALOG.costed("cuda-host").id == "NR1704" and CATALOG.costed("triton-launch").id == "NR1803"
+    assert {r.category for r in RULES if r.costing == "kernel"} <= {"custom-cuda", "triton"}
+
+
+def test_every_matcher_name_in_the_catalog_is_known():
+    (rule,) = load_text(BASE.replace('kind = "method"\nnames = ["cuda"]', 'kind = "pattern"\nmatcher = "device_string"'),
+                        "extra.toml")
+    assert rule.match[0].matcher == "device_string"
 
 
 def test_selectors_match_ids_prefixes_and_categories():

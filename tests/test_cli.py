@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -98,6 +99,69 @@ def test_rules_list_page_and_formats():
     assert data and all(x["category"] == "triton" for x in data)
     md = run_cli("rules", "--format", "markdown", "--target", "xla").out
     assert md.startswith("| ID |") and "NR1030" in md
+
+
+USER_RULES = '''
+[[rule]]
+id = "NR1098"
+title = "Pinned CUDA device index"
+category = "device"
+targets = ["native"]
+confidence = "high"
+evidence = "derived"
+effort = { low = 0.1, likely = 0.2, high = 0.5, per = "occurrence" }
+why = "w"
+remedy = "r"
+source = "https://example.com"
+invalid = ["import torch\\ntorch.cuda.set_device(0)  # flagged\\n", "import torch\\ntorch.cuda.set_device(1)\\n"]
+valid = ["import torch\\ntorch.cuda.current_device()\\n"]
+[[rule.match]]
+kind = "call"
+names = ["torch.cuda.set_device"]
+'''
+
+
+def test_rules_test_runs_a_catalogs_examples_through_the_scanner(tmp_path):
+    good = tmp_path / "mine.toml"
+    good.write_text(USER_RULES)
+    r = run_cli("rules", "--test", str(good), cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert r.out == f"3 examples of 1 rule in {good}: all pass\n"
+    # an example marked on the wrong line, and a valid example the rule flags: each reported with its rule
+    bad = tmp_path / "bad.toml"
+    bad.write_text(USER_RULES.replace("set_device(0)  # flagged", "set_device(0)\\nx = 1  # flagged")
+                   .replace("torch.cuda.current_device()", "torch.cuda.set_device(2)"))
+    r = run_cli("rules", "--test", str(bad), cwd=tmp_path)
+    assert r.code == 1, (r.code, r.err)
+    assert "FAIL NR1098 invalid example 1: NR1098 (native) fired on lines [2], example marks [3]" in r.out
+    assert "FAIL NR1098 valid example 1: NR1098 (native) fired on lines [2] of a valid example" in r.out
+    assert "    torch.cuda.set_device(2)" in r.out
+    assert r.out.endswith(f"3 examples of 1 rule in {bad}: 2 failed\n")
+
+
+@pytest.mark.parametrize(
+    "change,needle",
+    [
+        (("kind = \"call\"\nnames = [\"torch.cuda.set_device\"]", "kind = \"pattern\"\nmatcher = \"set_device\""), ":17: NR1098: field 'match[0].matcher'"),
+        (("[[rule.match]]", "[[rule.match]"), ":15: invalid TOML"),
+        (("NR1098", "NR1001"), ":3: NR1001: field 'id': duplicate of the rule in rules/device.toml"),
+        (("likely = 0.2", "likely = 0.05"), ":9: NR1098: field 'effort': needs low <= likely <= high"),
+        (("[[rule]]", "[[other]]"), ":1: unknown top-level key 'other'"),
+        ((USER_RULES, "# nothing yet\n"), ":1: no rules to test"),
+    ],
+)
+def test_rules_test_rejects_a_bad_file_with_its_line(tmp_path, change, needle):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(USER_RULES.replace(*change))
+    r = run_cli("rules", "--test", str(bad), cwd=tmp_path)
+    assert r.code == 2, (r.code, r.out)
+    assert r.err.startswith(f"neuron-ready: error: {bad}{needle}"), r.err
+    assert len(r.err.splitlines()) == 1 and not r.out
+
+
+def test_rules_test_passes_on_a_builtin_catalog_file():
+    r = run_cli("rules", "--test", str(Path(__file__).resolve().parents[1] / "rules" / "triton.toml"))
+    assert r.code == 0 and r.out.endswith(": all pass\n"), (r.out, r.err)
 
 
 def test_version():

@@ -4,17 +4,18 @@ and its promises as properties (more findings never lower the effort)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from neuron_ready.catalog import load_catalog
+from neuron_ready.catalog import Catalog, load_catalog, load_text
 from neuron_ready.config import Settings
 from neuron_ready.effort import LEARNING, effort_class, estimate, growth, kernel_size, readiness_score
 from neuron_ready.engine import run_scan
-from neuron_ready.model import Finding
+from neuron_ready.model import Finding, KernelFacts
 from neuron_ready.simulate import quantiles
 
 CATALOG = load_catalog()
@@ -151,6 +152,36 @@ def test_triton_launch_and_autotune_join_their_kernel():
     assert tasks[0].person_days.likely == approx(5 + 0.2 + 0.25)
 
 
+def test_a_users_rule_is_costed_by_its_costing_field_not_its_id():
+    """A rule from an extra catalog that says `costing = "triton-kernel"` walks the Triton learning
+    curve on its own numbers, as NR1801 does; the same rule costed from its catalog numbers does not."""
+    raw = """
+[[rule]]
+id = "NR1899"
+title = "Another Triton-like kernel DSL"
+category = "triton"
+targets = ["native"]
+confidence = "high"
+evidence = "derived"
+effort = { low = 1.0, likely = 3.0, high = 9.0, per = "occurrence" }
+costing = "triton-kernel"
+why = "w"
+remedy = "r"
+source = "https://example.com"
+invalid = ["import triton\\n@triton.jit  # flagged\\ndef k(x):\\n    pass\\n"]
+[[rule.match]]
+kind = "decorator"
+names = ["triton.jit"]
+"""
+    (user,) = load_text(raw, "extra.toml")
+    f = Finding(rule="NR1899", category="triton", path="k.py", line=3, column=1, message="m", remedy="r",
+                details={"kernel": "_softmax_fwd_kernel", "lines": 30})
+    tasks, _ = estimate([f], Catalog({"NR1899": user}))
+    assert [t.id for t in tasks] == ["T-triton-softmax"] and tasks[0].person_days.likely == approx(3.0)
+    plain, _ = estimate([f], Catalog({"NR1899": replace(user, costing="catalog")}))
+    assert [t.id for t in plain] == ["T-triton"]
+
+
 def test_fallback_task_costs_only_checking_the_fallback():
     fs = [finding("NR1901", path="a.py", fallback=True), finding("NR1901", path="b.py", fallback=True)]
     tasks, _ = estimate(fs, CATALOG)
@@ -212,6 +243,18 @@ def test_cuda_extension_task_known_answer():
     assert t.details["kernels"] == 3 and t.details["backward"] is True
     paths = {report.findings[i].path for i in t.findings}
     assert paths == {"setup.py", "csrc/binding.cpp", "csrc/scan_kernel.cu", "csrc/scan_backward.cu"}
+
+
+def test_kernel_facts_read_what_the_scanners_write():
+    """model.KernelFacts is the typed form of the measurements in a finding's details (and its JSON)."""
+    report = run_scan(Settings(root=FIXTURES / "cuda_extension")).report
+    by_path = {f.path: f for f in report.findings if f.rule == "NR1703"}
+    facts = by_path["csrc/scan_kernel.cu"].kernel_facts
+    assert facts.kernels == 2 and facts.kernel_loc == 21 and len(facts.kernel_names) == 2 and facts.loc > 21
+    assert by_path["csrc/scan_backward.cu"].kernel_facts.backward
+    triton = [f for f in report.findings if f.rule == "NR1801"]
+    assert triton and all(f.kernel_facts.kernel == f.details["kernel"] and f.kernel_facts.lines > 0 for f in triton)
+    assert Finding("NR1001", "device", "a.py", 1, 1, "m", "r").kernel_facts == KernelFacts()
 
 
 def test_every_finding_belongs_to_exactly_one_task():

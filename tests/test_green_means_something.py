@@ -304,7 +304,7 @@ def test_colour_conventions(args, env, coloured):
 def test_output_into_a_missing_folder_is_documented():
     help_text = run_cli("scan", "--help").out
     assert "missing folders are created" in " ".join(help_text.split())
-    assert "missing folders are created" in (REPO / "README.md").read_text()
+    assert "missing folders are created" in (REPO / "docs" / "commands.md").read_text()
 
 
 # ------------------------------------------------------------------------------- 8. reports
@@ -371,11 +371,11 @@ def test_html_wraps_long_lines_and_has_the_sensitivity_table(tmp_path):
     assert "<th>Relative throughput \\ runs per month</th>" in page
 
 
-def test_readme_documents_exit_codes_statistics_min_confidence_and_no_analysis():
-    readme = (REPO / "README.md").read_text()
+def test_commands_page_documents_exit_codes_statistics_min_confidence_and_no_analysis():
+    page = (REPO / "docs" / "commands.md").read_text()
     for needle in ("## Exit codes", "--statistics", "--min-confidence", "Nothing analysed", "NO_COLOR",
                    "FORCE_COLOR", "--list-instances"):
-        assert needle in readme, needle
+        assert needle in page, needle
 
 
 if __name__ == "__main__":  # pragma: no cover

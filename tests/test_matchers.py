@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 
 import pytest
-from examples import flagged_lines, run_example
 from scanning import hits, scan_text
 
 from neuron_ready.catalog import Catalog, load_catalog, load_text
+from neuron_ready.ruletest import flagged_lines, run_example
 from neuron_ready.sources import ScanContext
 from neuron_ready.sources.matchers import MATCHERS, Matcher
 from neuron_ready.sources.pyindex import build_index

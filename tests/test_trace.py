@@ -15,11 +15,11 @@ import pytest
 from cli import run_cli
 from test_sarif import validator  # noqa: F401 - the SARIF 2.1.0 schema fixture
 from neuron_ready.catalog import load_catalog
-from neuron_ready.trace_data import OpUse, TraceRequest, TraceSetupError, parse_inputs
-from neuron_ready.trace_ops import OpJudge, op_matches, status_of, trace_findings, trace_summary
+from neuron_ready.trace.data import OpUse, TraceRequest, TraceSetupError, parse_inputs
+from neuron_ready.trace.ops import OpJudge, op_matches, status_of, trace_findings, trace_summary
 
 torch = pytest.importorskip("torch")
-from neuron_ready.trace import run_trace  # noqa: E402 - needs torch
+from neuron_ready.trace.run import run_trace  # noqa: E402 - needs torch
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = "fixtures/trace_models"
@@ -72,7 +72,7 @@ def test_recorded_ops_are_the_ops_make_fx_puts_in_the_joint_graph(traced):
     the gradient seed make_fx records and the detach of gradients accumulated into .grad."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from neuron_ready.trace import graph_op_counts, make_fx_joint_graph
+    from neuron_ready.trace.run import graph_op_counts, make_fx_joint_graph
 
     result, _, _ = traced("transformer_block", LM_INPUTS)
     ours = collections.Counter()
@@ -371,7 +371,7 @@ def test_hf_without_transformers_or_config_is_a_one_line_error(tmp_path):
 
 
 def test_importing_the_cli_does_not_import_torch():
-    code = "import sys, neuron_ready.cli, neuron_ready.trace_ops, neuron_ready.trace_merge; print('torch' in sys.modules)"
+    code = "import sys, neuron_ready.cli, neuron_ready.trace.ops, neuron_ready.trace.merge; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

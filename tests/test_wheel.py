@@ -34,6 +34,10 @@ def test_wheel_ships_the_catalog(wheel):
     assert "neuron_ready/rules/__init__.py" in names
     assert "neuron_ready/pricing.toml" in names  # breakeven's dated prices
     assert not any(n.startswith(("tests/", "fixtures/", "analyzer/")) for n in names)
+    # every package under analyzer/ is found (setup.py), none listed by hand
+    for init in (REPO / "analyzer").rglob("__init__.py"):
+        assert "neuron_ready/" + init.relative_to(REPO / "analyzer").as_posix() in names, init
+    assert "neuron_ready/trace/ops.py" in names and "neuron_ready/ruletest.py" in names
 
 
 @pytest.mark.slow

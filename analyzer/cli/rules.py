@@ -1,87 +1,18 @@
-"""`neuron-ready rules [ID]`: the catalog as a table, or one rule's page (what, why, example, remedy, source)."""
+"""`neuron-ready rules [ID]`: the catalog as a table, or one rule's page (what, why, example, remedy, source);
+`rules --test FILE.toml` runs a catalog's examples through the scanner."""
 
 from __future__ import annotations
 
 import json
-import textwrap
+from pathlib import Path
 
 import click
 
-from ..catalog import Catalog, Rule, load_catalog, not_a_selector, selector_problem, valid_selector
-from ..fixes import CODEMODS
+from ..catalog import load_catalog, not_a_selector, selector_problem, valid_selector
 from ..model import CATEGORIES, TARGETS
 from ..render.rulepage import rule_markdown
-from .base import UserError, write_output
-
-
-def rule_page(rule: Rule) -> str:
-    e = rule.effort
-    out = [
-        f"{rule.id}: {rule.title}",
-        "",
-        f"Category: {rule.category}    Targets: {', '.join(rule.targets)}    Confidence: {rule.confidence}    Evidence: {rule.evidence}",
-        f"Effort: {e.low:g} / {e.likely:g} / {e.high:g} person-days (low / likely / high) per {e.per}"
-        + ("; a fallback path costs far less" if rule.fallback else ""),
-        "",
-        "What it finds",
-        *textwrap.wrap(rule.title + ".", 96, initial_indent="  ", subsequent_indent="  "),
-        "",
-        "Why it matters on Trainium",
-        *textwrap.wrap(rule.why, 96, initial_indent="  ", subsequent_indent="  "),
-    ]
-    if rule.invalid:
-        out += ["", "Example (flagged)"] + [textwrap.indent(x.rstrip("\n"), "    ") for x in rule.invalid[:2]]
-    if rule.valid:
-        out += ["", "Not flagged"] + [textwrap.indent(x.rstrip("\n"), "    ") for x in rule.valid[:2]]
-    out += ["", "Remedy", *textwrap.wrap(rule.remedy, 96, initial_indent="  ", subsequent_indent="  ")]
-    if rule.fix:
-        how = "" if rule.fix == "safe" else " with --unsafe-fixes"
-        out += ["", f"Fix ({rule.fix}): `neuron-ready fix`{how} rewrites it: {CODEMODS[rule.codemod]}"]
-    if rule.remedy_xla:
-        out += ["", "Remedy on the XLA path (torch-neuronx <= 2.9)", *textwrap.wrap(rule.remedy_xla, 96, initial_indent="  ", subsequent_indent="  ")]
-    out += ["", "Source", f"  {rule.source}"] + [f"  {s}" for s in rule.see_also]
-    kinds = sorted({m.kind for m in rule.match})
-    out += ["", f"Matches: {', '.join(kinds)}    Defined in: {rule.origin}"]
-    return "\n".join(out) + "\n"
-
-
-def rule_dict(rule: Rule) -> dict:
-    return {
-        "id": rule.id,
-        "title": rule.title,
-        "category": rule.category,
-        "targets": list(rule.targets),
-        "confidence": rule.confidence,
-        "evidence": rule.evidence,
-        "effort": {"low": rule.effort.low, "likely": rule.effort.likely, "high": rule.effort.high, "per": rule.effort.per},
-        "remedy": rule.remedy,
-        "remedy_xla": rule.remedy_xla,
-        "why": rule.why,
-        "source": rule.source,
-        "see_also": list(rule.see_also),
-        "matches": sorted({m.kind for m in rule.match}),
-        "fallback": rule.fallback,
-        "fix": rule.fix or None,
-    }
-
-
-def rules_table(catalog: Catalog) -> str:
-    rows = [("ID", "CATEGORY", "TARGETS", "EFFORT", "FIX", "TITLE")]
-    for r in catalog:
-        eff = f"{r.effort.likely:g}d/{'occ' if r.effort.per == 'occurrence' else 'task'}"
-        rows.append((r.id, r.category, ",".join(r.targets), eff, r.fix or "-", r.title))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = ["  ".join(row[i].ljust(widths[i]) for i in range(5)) + "  " + row[5] for row in rows]
-    lines.append(f"\n{len(catalog)} rules. `neuron-ready rules NR1001` explains one.")
-    return "\n".join(lines) + "\n"
-
-
-def rules_markdown(catalog: Catalog) -> str:
-    out = ["| ID | Category | Targets | Effort (likely, per) | Fix | Title |", "|---|---|---|---|---|---|"]
-    for r in catalog:
-        title = r.title.replace("|", "\\|")
-        out.append(f"| {r.id} | {r.category} | {', '.join(r.targets)} | {r.effort.likely:g} d / {r.effort.per} | {r.fix or ''} | {title} |")
-    return "\n".join(out) + "\n"
+from ..render.rules import example_failures, rule_dict, rule_page, rules_markdown, rules_table
+from .base import EXIT_FAIL, UserError, write_output
 
 
 @click.command("rules")
@@ -91,9 +22,22 @@ def rules_markdown(catalog: Catalog) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of standard output.")
 @click.option("--catalog", "extra", multiple=True, type=click.Path(exists=True, dir_okay=False), help="An extra catalog file to include.")
-def rules_cmd(rule_id, category, target, fmt, output, extra):
+@click.option("--test", "test_file", metavar="FILE.toml", type=click.Path(exists=True, dir_okay=False),
+              help="Run the valid and invalid examples of the rules in FILE.toml through the scanner; exit 1 if one fails.")
+def rules_cmd(rule_id, category, target, fmt, output, extra, test_file):
     """List the rule catalog, or explain one rule (like `neuron-ready rules NR1001`); a prefix
     (NR17) or a category lists the rules it selects."""
+    if test_file:
+        if rule_id or category or target or extra or fmt != "text":
+            raise UserError("--test FILE.toml takes no rule id, --category, --target, --catalog or --format")
+        from ..ruletest import check_rules, load_file  # the scanner loads only for --test
+
+        rules = load_file(Path(test_file))
+        ran, failures = check_rules(rules)
+        write_output(example_failures(failures, ran, len(rules), test_file), output)
+        if failures:
+            click.get_current_context().exit(EXIT_FAIL)
+        return
     catalog = load_catalog(extra)
     selectors = [category] if category else []
     if rule_id and catalog.get(rule_id) is None:
@@ -119,3 +63,4 @@ def rules_cmd(rule_id, category, target, fmt, output, extra):
     else:
         text = rules_table(sel)
     write_output(text, output)
+

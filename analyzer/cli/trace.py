@@ -15,9 +15,9 @@ from ..discover import Discovery
 from ..engine import active_catalog, run_scan
 from ..report import build_report
 from ..sources import FileResult
-from ..trace_data import TraceRequest, TraceSetupError, parse_inputs
-from ..trace_merge import merge, status_counts
-from ..trace_ops import OpJudge, trace_findings, trace_summary
+from ..trace.data import TraceRequest, TraceSetupError, parse_inputs
+from ..trace.merge import merge, status_counts
+from ..trace.ops import OpJudge, trace_findings, trace_summary
 from .base import UserError
 from .scan import build_settings, color_option, emit_report, report_options, scan_options
 
@@ -52,7 +52,7 @@ def trace_cmd(ctx, factory, inputs, train, dynamic, scan_path, graph_breaks, fmt
                               isolated, max_file_size, no_gitignore, fail_on)
     try:
         request = TraceRequest(factory, Path(settings.root), parse_inputs(inputs), train, dynamic, graph_breaks)
-        from ..trace import run_trace  # imports torch
+        from ..trace.run import run_trace  # imports torch
 
         result = run_trace(request)
     except TraceSetupError as e:

@@ -25,8 +25,8 @@ from __future__ import annotations
 import ast
 import os
 
-from .model import Finding
-from .trace_data import TraceResult
+from ..model import Finding
+from .data import TraceResult
 
 
 def merge(static: list[Finding], traced: list[Finding], result: TraceResult, root: str) -> list[Finding]:

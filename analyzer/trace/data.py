@@ -1,6 +1,6 @@
 """Plain records of a trace (no torch here): what to trace, and what the trace saw.
 
-trace.py fills a TraceResult; trace_ops.py turns it into findings and op counts; trace_merge.py
+run.py fills a TraceResult; ops.py turns it into findings and op counts; merge.py
 sets the status of static findings from it. Keeping these torch-free lets the base install read,
 test and render them.
 """

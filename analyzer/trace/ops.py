@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import pathspec
 
-from .catalog import Catalog, Match, Rule, selector_matches
-from .model import Finding
-from .suppress import Suppressions
-from .trace_data import OpUse, Site, TraceEvent, TraceResult
+from ..catalog import Catalog, Match, Rule, selector_matches
+from ..model import Finding
+from ..suppress import Suppressions
+from .data import OpUse, Site, TraceEvent, TraceResult
 
 # Conditions, as the op-count report words them.
 WHEN_TEXT = {

@@ -1,4 +1,4 @@
-"""Trace mode: the only module that imports torch (the CLI imports it only for `neuron-ready trace`).
+"""Trace mode's run: the only module that imports torch (the CLI imports it only for `neuron-ready trace`).
 
 How a model is traced:
 
@@ -41,7 +41,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .trace_data import InputSpec, OpUse, Site, TraceEvent, TraceRequest, TraceResult, TraceSetupError
+from .data import InputSpec, OpUse, Site, TraceEvent, TraceRequest, TraceResult, TraceSetupError
 
 # A branch on tensor data inside a loop would repeat forever on fake values: stop after this many.
 MAX_DECISIONS_PER_LINE = 16
@@ -71,7 +71,7 @@ class Frames:
         self.root = os.path.realpath(root)
         self.roots = (self.root + os.sep, os.path.abspath(root) + os.sep)  # real and as named
         torch_dir = os.path.dirname(os.path.realpath(torch.__file__))
-        ours = os.path.dirname(os.path.realpath(__file__))
+        ours = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the whole neuron_ready package
         paths = sysconfig.get_paths()
         self.library = tuple(p + os.sep for p in (torch_dir, os.path.join(os.path.dirname(torch_dir), "functorch"), ours))
         # In a virtual environment platstdlib contains site-packages: installed code is told apart first.
@@ -603,7 +603,7 @@ def run_trace(request: TraceRequest) -> TraceResult:
         if request.target.startswith("hf:"):
             factory, label, causal = _hf_factory(request.target[3:])
             if not specs:
-                from .trace_data import parse_inputs
+                from .data import parse_inputs
 
                 specs = parse_inputs([HF_INPUTS if causal else HF_INPUTS.split()[0]])
         else:
