@@ -178,6 +178,7 @@ class Rule:
     remedy_xla: str = ""
     see_also: tuple[str, ...] = ()
     fallback: bool = False  # a guarded use counts as a fallback
+    housekeeping: bool = False  # behind a CUDA-only check (`if x.is_cuda:`) it is skipped off CUDA, nothing lost
     invalid: tuple[str, ...] = ()  # examples that must be flagged
     valid: tuple[str, ...] = ()  # examples that must not be flagged
     example_file: str = "example.py"
@@ -360,8 +361,8 @@ class _Checker:
 
 RULE_FIELDS = (
     "id", "title", "category", "targets", "match", "effort", "confidence", "remedy", "remedy_xla",
-    "why", "source", "evidence", "message", "see_also", "fallback", "invalid", "valid", "example_file",
-    "fix", "codemod", "fix_example", "costing",
+    "why", "source", "evidence", "message", "see_also", "fallback", "housekeeping", "invalid", "valid",
+    "example_file", "fix", "codemod", "fix_example", "costing",
 )
 MATCH_FIELDS: dict[str, tuple[str, ...]] = {
     "import": ("modules",),
@@ -576,6 +577,7 @@ def parse_rule(raw: Any, origin: str, index: int) -> Rule:
         message=c.string(raw, "message", "message", required=False),
         see_also=see_also,
         fallback=bool(c.boolean(raw, "fallback", "fallback", default=category in FALLBACK_CATEGORIES)),
+        housekeeping=bool(c.boolean(raw, "housekeeping", "housekeeping", default=False)),
         invalid=invalid,
         valid=valid,
         example_file=c.string(raw, "example_file", "example_file", required=False, default="example.py"),

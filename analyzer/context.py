@@ -316,7 +316,7 @@ def in_fallback(code: dict, index: int) -> str | None:
     seen = 0
     while 0 <= index < len(regions) and seen < 50:
         if len(regions[index]) > 6 and regions[index][6]:
-            return "auto" if regions[index][2] == ["cap"] else "switch"
+            return "auto" if regions[index][2] in (["cap"], ["cuda"], ["not", ["cuda"]]) else "switch"
         index = regions[index][4]
         seen += 1
     return None
@@ -357,6 +357,7 @@ class Graph:
                     cls, _, meth = name.rpartition(".")
                     self.methods.setdefault(meth, []).append((rel, name))
                     self.class_methods.setdefault((rel, cls), []).append(name)
+        self.alternatives: dict[str, Gate] = {}  # library mode: node -> "the user picks it" gate
         self._resolved: dict[tuple[str, str], list[str]] = {}
         self._edges: dict[str, list] = {}
         self._imports: dict[tuple[str, str], list[str]] = {}
@@ -425,7 +426,12 @@ class Graph:
         if d is None:
             return STEP
         markers = d[3]
-        name = node.rpartition("::")[2].rsplit(".", 1)[-1]
+        scope = node.rpartition("::")[2]
+        name = scope.rsplit(".", 1)[-1]
+        if d[2] == "m":  # a method of a prediction or export class evaluates, whoever calls it
+            owner = self.def_of(node.rpartition(".")[0])
+            if owner is not None and "eval" in owner[3]:
+                return EVAL
         if "eval" in markers:
             return EVAL
         if "host" in markers or name in self.host_names:
@@ -556,8 +562,10 @@ def propagate(graph: Graph, entries: list[str],
                 gates.pop(node, None)
             heapq.heappush(heap, (lab, node))
 
+    alternatives = graph.alternatives
     for e in entries:
-        relax(e, STEP, None)
+        alt = alternatives.get(e)
+        relax(e, OPTIN if alt else graph.target_label(e), alt)  # an evaluation method starts as one
     while heap:
         lab, node = heapq.heappop(heap)
         if lab != label.get(node):
@@ -581,6 +589,9 @@ def propagate(graph: Graph, entries: list[str],
                 continue
             new = max(lab, edge_label, graph.target_label(target))
             g = here_gate if here_gate is not None else gate  # the outermost switch names the feature
+            alt = alternatives.get(target)
+            if alt is not None and new < OPTIN:
+                new, g = OPTIN, alt  # one of a library's alternatives: the user picks it
             relax(target, new, g, node)
         d = graph.def_of(node)
         if d is not None and d[2] == "c":  # a reached class: its methods already called by name
@@ -629,6 +640,74 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
                 continue  # methods run through their class (hooks, names); nested defs with their parent
             roots.append(node)
     return roots
+
+
+def api_methods(graph: Graph, roots: list[str]) -> list[str]:
+    """The public methods of a library's root classes: what a user calls (`predictor.propagate()`).
+    A method of an alternative is that alternative's feature."""
+    out = []
+    for node in roots:
+        d = graph.def_of(node)
+        if d is None or d[2] != "c":
+            continue
+        rel, _, scope = node.partition("::")
+        for meth in graph.class_methods.get((rel, scope), ()):
+            if not meth.rsplit(".", 1)[-1].startswith("_"):
+                m = f"{rel}::{meth}"
+                out.append(m)
+                if node in graph.alternatives:
+                    graph.alternatives.setdefault(m, graph.alternatives[node])
+    return out
+
+
+FAMILY_MIN = 3  # a base class with this many subclasses in the project is a family a user picks one of
+# What every model is built from, not a choice: subclasses of these are parts, not alternatives.
+CAMEL_WORD = re.compile(r"[A-Z][a-z0-9]+|[A-Z]+(?![a-z])")
+BUILDING_BLOCK = re.compile(r"^(torch\.nn\.|torch\.autograd\.|nn\.|typing\.|abc\.|enum\.|dataclasses\.|builtins\.|"
+                            r"object$|Exception$|[A-Za-z]*Error$|torch\.utils\.data\.|collections\.)")
+
+
+def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, Gate]:
+    """A library's alternatives, of which a user picks one: the subclasses of a project base class
+    that has at least FAMILY_MIN of them (tuners, losses, strategies, model variants), and what a
+    decorator registers for lookup by name (`@register_model`). Each is an opt-in feature named for
+    itself; the shared code (the base, the utilities every alternative uses) stays the default.
+    Classes nothing in the library constructs whose names end in the same word (`*Loss`) are one
+    family too."""
+    family: dict[str, list[str]] = {}
+    out: dict[str, Gate] = {}
+    for rel in sorted(rels):
+        for name, d in graph.code.get(rel, {}).get("defs", {}).items():
+            node = f"{rel}::{name}"
+            if d[2] == "c":
+                for base in d[4]:
+                    if not base.startswith(("q:", "l:")):
+                        continue
+                    targets = graph.resolve(rel, base)
+                    for b in targets:
+                        bd = graph.def_of(b)
+                        if bd is not None and bd[2] == "c" and b != node:
+                            family.setdefault(b, []).append(node)
+                    if not targets and base.startswith("q:") and not BUILDING_BLOCK.match(base[2:]):
+                        family.setdefault(base, []).append(node)  # optimizers, schedulers, callbacks of a framework
+            if "registered" in d[3] and "." not in name:
+                out[node] = Gate(name, f"only when the user picks `{name}` by name (registered by a decorator)")
+    # Classes nothing in the library constructs, named as kinds of one thing (`*Loss`, `*Evaluator`,
+    # `*Optimizer`): the user constructs the one they want.
+    for node in roots:
+        d = graph.def_of(node)
+        if d is not None and d[2] == "c":
+            words = CAMEL_WORD.findall(node.rpartition("::")[2].rsplit(".", 1)[-1])
+            if len(words) > 1:
+                family.setdefault(f"*{words[-1]}", []).append(node)
+    for base, members in family.items():
+        if len(set(members)) >= FAMILY_MIN:
+            bname = base.rpartition("::")[2] if "::" in base else base[2:] if base[:2] == "q:" else base
+            for m in members:
+                cname = m.rpartition("::")[2]
+                kind = f"classes named `{bname}`" if bname.startswith("*") else f"subclasses of `{bname}`"
+                out.setdefault(m, Gate(cname, f"only when the user picks `{cname}` (one of {len(set(members))} {kind})"))
+    return out
 
 
 def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = None) -> str | None:
@@ -735,7 +814,7 @@ def markers_of(code: dict, scope: str) -> set[str]:
     return out
 
 
-def analyse(infos, reach, findings: list[Finding]) -> Context:
+def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = frozenset()) -> Context:
     """Set `context` (and `gate`, `context_reason`) on every finding reach put on the path; findings
     reach set aside are `off-path`."""
     from .reach import UNREACHED as UNREACHED_REASON, module_names
@@ -766,7 +845,9 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
         # No entry: the library's surface is every module and every function or class nothing in it
         # calls; labels then still say what only a switch, an evaluation or a fallback reaches.
         on = [r for r in graph.code if not reach.reasons.get(r)]
-        ctx.starts = library_roots(graph, on)
+        roots = library_roots(graph, on)
+        graph.alternatives = alternatives(graph, on, roots)
+        ctx.starts = roots + api_methods(graph, roots)
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
     if ctx.labels:
@@ -775,7 +856,6 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
         # of those, reached past a capability check alone: Trainium takes the PyTorch path by itself
         auto = propagate(graph, ctx.starts, skip_fallback="switch")[0]
         ctx.auto_fallback = {n for n in ctx.fallback_only if auto.get(n, UNREACHED) == STEP}
-        ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
     ext_labels = extension_labels(graph, reach, ctx) if ctx.labels else {}
     for f in findings:
@@ -789,7 +869,41 @@ def analyse(infos, reach, findings: list[Finding]) -> Context:
             label_native(f, ext, ext_labels[ext], ctx)
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
+    cuda_only(findings, info_by, housekeeping)
     return ctx
+
+
+def _cuda_region(code: dict, line: int) -> int | None:
+    """The innermost branch around a line that runs only on a CUDA device (codefacts' `["cuda"]`)."""
+    best, span = None, None
+    for i, (start, end, cond, branch, *_rest) in enumerate(code.get("regions", ())):
+        if start <= line <= end and (cond, branch) in ((["cuda"], "body"), (["not", ["cuda"]], "else")):
+            if span is None or end - start < span:
+                best, span = i, end - start
+    return best
+
+
+def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str]) -> None:
+    """Device housekeeping (synchronize, memory statistics, TF32 and cuDNN flags, CUDA graphs) in a
+    branch that runs only on a CUDA device (`if x.is_cuda:`, `if torch.cuda.is_available():`) is
+    skipped on Trainium and nothing is lost: it is listed as CUDA-only, never costed. A branch that
+    also places data or picks the device (`device = "cuda"`) stays a concern, and so does its test."""
+    regions: dict[tuple[str, int], list[Finding]] = {}
+    for f in findings:
+        code = (info_by[f.path].facts.get("code") or {}) if f.path in info_by else {}
+        if f.context not in ("step", "opt-in", "evaluation") or not code.get("regions"):
+            continue
+        r = _cuda_region(code, f.line)
+        if r is not None:
+            regions.setdefault((f.path, r), []).append(f)
+    for (path, r), fs in sorted(regions.items(), key=lambda kv: kv[0]):
+        if all(f.rule in housekeeping for f in fs):
+            text = (info_by[path].facts.get("code") or {})["regions"][r][5]
+            for f in fs:
+                if f.context == "step":
+                    f.context, f.gate = "opt-in", f"only on a CUDA device (`{text}`)"
+                    f.details["feature"] = "cuda"
+                    f.details["context_reason"] = "CUDA-only housekeeping behind a device check: skipped on Trainium"
 
 
 def extension_labels(graph: Graph, reach, ctx: Context) -> dict[str, tuple[int, str]]:
@@ -846,6 +960,17 @@ def _launch_targets_of(launch: dict, rel: str, modules, info_by) -> list[str]:
     return _launch_targets(launch, rel, modules, info_by)
 
 
+def _owner_class(node: str, ctx: Context, graph: Graph) -> str | None:
+    """The innermost labelled class around a method node."""
+    rel, _, scope = node.partition("::")
+    while "." in scope:
+        scope = scope.rpartition(".")[0]
+        d = graph.def_of(f"{rel}::{scope}")
+        if d is not None and d[2] == "c" and f"{rel}::{scope}" in ctx.labels:
+            return f"{rel}::{scope}"
+    return None
+
+
 def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Context) -> None:
     facts = info.facts if info is not None else {}
     code = facts.get("code") or {}
@@ -871,13 +996,17 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
             if node is not None:
                 label = ctx.labels.get(node, UNREACHED)
                 if label == UNREACHED and ctx.library:
-                    label = STEP  # a library's code nothing calls is its surface: the module-level answer
+                    # a library's code nothing calls is its surface: its class's label, else the module's answer
+                    owner = _owner_class(node, ctx, graph)
+                    label = ctx.labels[owner] if owner else STEP
+                    if owner and label == OPTIN:
+                        node = owner
                 elif label == UNREACHED:
                     context = "off-path"
                     what = f"`{scope}`" if scope else ("its `__main__` block (imported, never run as a script)"
                                                        if in_main else "this module's code")
                     reason = f"no call from the training entry reaches {what}"
-                elif label == OPTIN:
+                if label == OPTIN:
                     gate = ctx.gates.get(node)
                 if label != UNREACHED and node in ctx.parents:
                     f.details["reached_via"] = " > ".join(ctx.path_to(node))

@@ -110,10 +110,28 @@ def reference_stems(def_names) -> frozenset[str]:
         tokens = [t for t in re.split(r"[_\W]+", name.lower()) if t]
         if not any(t in _REFERENCE_MARKS for t in tokens):
             continue
+        if {"op", "ops", "fake", "library"} & set(tokens):
+            continue  # `fna_forward_torch_op`: a kernel registered as a torch op, not a PyTorch version of it
         stem = op_stem("_".join(t for t in tokens if t not in _REFERENCE_MARKS))
         if len(stem) >= 4:
             out.add(stem)
     return frozenset(out)
+
+
+def has_reference(op: str, references: frozenset[str], paths=()) -> bool:
+    """An op has a PyTorch reference when one is named for it, or for it with the words of the
+    kernel's folders that op_stem dropped (`causal_conv1d_varlen_states_ref` for the op
+    `varlen_states` of `causal_conv1d/`), or for the op it is a variant of (`causal_conv1d_ref` for
+    `causal_conv1d_channellast`)."""
+    if op in references:
+        return True
+    folders = {t for p in paths for part in PurePosixPath(p).parts[:-1] for t in re.split(r"[_\W]+", part.lower()) if t}
+    for r in references:
+        if r.endswith("_" + op) and set(r[: -len(op) - 1].split("_")) <= folders:
+            return True
+        if op.startswith(r + "_") and "_" in r:
+            return True
+    return False
 
 
 def learned(n: float) -> float:
@@ -462,21 +480,22 @@ class _Planner:
                 files.discard(f.path)
             else:
                 rest.append(i)
-        if d.kind == "rewrite-program":
-            parts.append(PROGRAM_REWRITE)  # the model and loop in PyTorch; its build is replaced, not ported
-        elif build_rules:  # the build and bindings, once (the costliest build rule that matched)
-            parts.append(max((_base(r) for r in build_rules), key=lambda r: (r.likely, r.high, r.low)))
-        if host:
-            host_rule = self.catalog.costed("cuda-host") or self.rule(host[0])
-            n = sum(weight(f) for f in host)
-            parts.append(_scale(_base(host_rule), growth(n, RATE_FILES)))
-        for r, fs in sorted(self.by_rule(rest).items()):
-            parts.append(self.rule_cost(self.catalog.get(r), fs))
         kernel_findings = [self.findings[i] for i in d.idx if self.costing(self.findings[i]) in CUDA_FILE]
         if kernel_findings and all(f.kernel_facts.pytorch_path for f in kernel_findings):
             units, referenced = 0.0, ["<the PyTorch path beside it>"]  # one switch turns the whole extension off
         else:
             units, referenced = self.op_units(ops)
+        dropped = bool(referenced) and not units and d.kind != "rewrite-program"  # switched off: nothing to build
+        if d.kind == "rewrite-program":
+            parts.append(PROGRAM_REWRITE)  # the model and loop in PyTorch; its build is replaced, not ported
+        elif build_rules and not dropped:  # the build and bindings, once (the costliest build rule that matched)
+            parts.append(max((_base(r) for r in build_rules), key=lambda r: (r.likely, r.high, r.low)))
+        if host and not dropped:  # the extension's host C++ goes with it
+            host_rule = self.catalog.costed("cuda-host") or self.rule(host[0])
+            n = sum(weight(f) for f in host)
+            parts.append(_scale(_base(host_rule), growth(n, RATE_FILES)))
+        for r, fs in sorted(self.by_rule(rest).items()):
+            parts.append(self.rule_cost(self.catalog.get(r), fs))
         if referenced:
             parts.append(_scale(REFERENCE_SWITCH, len(referenced)))
             d.kind = "switch-to-reference" if not units else d.kind
@@ -505,7 +524,7 @@ class _Planner:
         units = 0.0
         referenced = []
         for op, sizes in sorted(ops.items()):
-            if op in self.references:
+            if has_reference(op, self.references, [p for p, _k, _n in sizes]):
                 referenced.append(op)
                 continue
             if not sizes:

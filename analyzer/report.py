@@ -77,7 +77,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
                 f.on_path = not why
                 if why:
                     f.details["off_path_reason"] = why
-            ctx = context_mod.analyse(infos, reach, findings)
+            ctx = context_mod.analyse(infos, reach, findings, {r.id for r in catalog if r.housekeeping})
     except TimeBoundExceeded:
         # whatever made it slow, the scan ends: every file then counts as on the path (more work, not less)
         reach, timed_out, ctx = Reach(mode="library"), True, context_mod.Context()

@@ -279,3 +279,134 @@ def test_the_main_block_of_an_imported_module_never_runs(tmp_path):
     c = contexts(scan(root))
     assert c[("helpers.py", 3)] == "step"
     assert c[("helpers.py", 5)] == "off-path" and c[("helpers.py", 8)] == "off-path"
+
+
+# ------------------------------------------------------------------------------------------ library mode
+
+
+def _library(tmp_path: Path) -> Path:
+    return tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": """\
+            import torch
+            class Tuner:
+                def fit(self, x):
+                    return x.cuda()  # every tuner runs this: the library's shared core
+            class LoraTuner(Tuner):
+                def forward(self, x):
+                    return torch.nonzero(x)
+            class IA3Tuner(Tuner):
+                def forward(self, x):
+                    return x[x > 0]
+            class PrefixTuner(Tuner):
+                def forward(self, x):
+                    return torch.unique(x)
+            """,
+        "pkg/models.py": """\
+            import torch
+            from .registry import register_model
+            @register_model
+            def tiny(x):
+                return torch.argsort(x)
+            """,
+        "pkg/registry.py": "MODELS = {}\ndef register_model(fn):\n    MODELS[fn.__name__] = fn\n    return fn\n",
+        "pkg/losses.py": """\
+            import torch
+            class ContrastiveLoss(torch.nn.Module):
+                def forward(self, x):
+                    return torch.unique(x).sum()
+            class TripletLoss(torch.nn.Module):
+                def forward(self, x):
+                    return x.sort().values.sum()
+            class MarginLoss(torch.nn.Module):
+                def forward(self, x):
+                    return x.sum()
+            """,
+        "pkg/predict.py": """\
+            import torch
+            from .ops import fill_holes
+            class DetectionPredictor:
+                def postprocess(self, x):
+                    return fill_holes(torch.argsort(x))
+            """,
+        "pkg/ops.py": """\
+            import torch
+            def fill_holes(x):
+                return torch.nonzero(x)
+            """,
+    })
+
+
+def test_a_librarys_alternatives_are_opt_in_and_its_shared_core_is_the_default(tmp_path):
+    report = scan(_library(tmp_path))
+    assert report.extra["reach"]["mode"] == "library"
+    got = {(f.path, f.line): (f.context, f.details.get("feature")) for f in report.findings + report.off_path}
+    assert got[("pkg/base.py", 4)] == ("step", None)  # the base class's code every alternative runs
+    # subclasses of one project base (three or more): the user picks one
+    assert got[("pkg/base.py", 7)] == ("opt-in", "LoraTuner")
+    assert "one of 3 subclasses of `Tuner`" in next(f.gate for f in report.off_path if f.line == 7)
+    # registered by a decorator for lookup by name, and classes named as kinds of one thing
+    assert got[("pkg/models.py", 5)] == ("opt-in", "tiny")
+    assert got[("pkg/losses.py", 4)] == ("opt-in", "ContrastiveLoss")
+    assert "classes named `*Loss`" in next(f.gate for f in report.off_path if f.path == "pkg/losses.py")
+    # a predictor's methods run a trained model: evaluation
+    assert got[("pkg/predict.py", 5)][0] == "evaluation"
+    # a public method of a root class is what a user calls: what only it reaches takes its label
+    assert got[("pkg/ops.py", 3)][0] == "evaluation"
+    assert {p.name for p in report.opt_in} >= {"LoraTuner", "IA3Tuner", "PrefixTuner", "tiny", "ContrastiveLoss"}
+
+
+def test_two_subclasses_are_no_family_and_an_entry_costs_what_it_calls(tmp_path):
+    root = _library(tmp_path)
+    (root / "pkg/base.py").write_text((root / "pkg/base.py").read_text().split("class PrefixTuner")[0])
+    report = scan(root)
+    lora = next(f for f in report.findings + report.off_path if f.path == "pkg/base.py" and f.line == 7)
+    assert lora.context == "step"  # two subclasses: not a family, the library's surface
+    (root / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        from pkg.base import LoraTuner
+        def main():
+            t = LoraTuner()
+            x = t.forward(torch.ones(3))
+            x.sum().backward()
+        if __name__ == "__main__":
+            main()
+        """))
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "entries"
+    assert contexts(report)[("pkg/base.py", 7)] == "step"  # an entry names its alternative: no gate
+
+
+def test_cuda_housekeeping_behind_a_device_check_is_cuda_only(tmp_path):
+    root = tree(tmp_path, {"train.py": """\
+        import torch
+
+        def step(model, x, opt, device):
+            if x.is_cuda:
+                torch.cuda.synchronize()
+            if x.device.type == "cuda":
+                torch.cuda.empty_cache()
+            if not torch.cuda.is_available():
+                pass
+            else:
+                torch.backends.cuda.matmul.allow_tf32 = True
+            if torch.cuda.is_available():
+                device = torch.device("cuda")
+                torch.cuda.synchronize()
+            torch.cuda.synchronize()
+            loss = model(x.to(device)).sum()
+            loss.backward()
+            opt.step()
+
+        if __name__ == "__main__":
+            step(None, torch.ones(1), None, "cpu")
+        """})
+    report = scan(root)
+    got = {f.line: (f.context, f.gate) for f in report.findings + report.off_path}
+    assert got[5] == ("opt-in", "only on a CUDA device (`x.is_cuda`)")
+    assert got[7][0] == "opt-in" and got[11][0] == "opt-in"  # a negated check: its else branch
+    # a branch that also picks the device stays a concern, with its test and its housekeeping
+    assert got[12][0] == got[13][0] == got[14][0] == "step"
+    assert got[15][0] == "step"  # unguarded
+    cuda = next(p for p in report.opt_in if p.name == "cuda")
+    assert cuda.estimate.p50 == 0 and not cuda.tasks

@@ -313,3 +313,19 @@ def test_estimate_is_deterministic_and_consistent(fs):
     assert sorted(i for t in tasks for i in t.findings) == list(range(len(fs)))
     assert est.p50 <= est.p80 + 1e-9
     assert est.effort_class == effort_class(est.p50)
+
+
+def test_a_reference_named_with_the_kernels_folder_or_for_the_op_a_variant_extends():
+    from neuron_ready.effort import has_reference, reference_stems
+
+    refs = reference_stems(["causal_conv1d_ref", "causal_conv1d_varlen_states_ref", "rmsnorm_ref",
+                            "fna_forward_torch_op", "generate_reference_fna"])
+    # `causal_conv1d/` gave the kernel's op its folder words; elsewhere the words are another op's
+    assert has_reference("varlen_states", refs, ["causal_conv1d/causal_conv1d_varlen.py"])
+    assert not has_reference("varlen_states", refs, ["ops/varlen.py"])
+    # a kernel registered as a torch op is no PyTorch version of it; `generate_fna` is another op
+    assert "fna" not in refs and not has_reference("fna", refs, ["csrc/fna/kernel.cu"])
+    assert has_reference("causal_conv1d_channellast", refs)  # a layout variant of a referenced op
+    assert has_reference("rmsnorm", refs)
+    assert not has_reference("states", frozenset({"varlen_states_x"}))
+    assert not has_reference("layer_norm", refs) and not has_reference("rmsnorm_fused", frozenset({"rms"}))

@@ -322,3 +322,22 @@ train_gpt2cu: train_gpt2.cu $(NVCC_CUDNN)
 \t$(NVCC) $(NVCC_FLAGS) $^ $(NVCC_LDFLAGS) $(CUDA_OUTPUT_FILE)
 """
     assert _programs("Makefile", text) == [(14, "train_gpt2cu", ["train_gpt2.cu", "$(NVCC_CUDNN)"], "nvcc")]
+
+
+def test_a_c_link_of_objects_nvcc_compiled_is_a_cuda_program():
+    from neuron_ready.sources.launch import launch_facts
+
+    darknet_like = (
+        "NVCC=nvcc\nCC=gcc\nEXEC=darknet\nQ ?= @\n"
+        "$(EXEC): $(OBJS)\n\t$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS)\n"
+        "$(SLIB): $(OBJS)\n\t$(CC) $(CFLAGS) -shared $^ -o $@\n"
+        "obj/%.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n"
+        "obj/%.o: %.cu\n\t$(Q)$(NVCC) $(ARCH) -c $< -o $@\n"
+        "test_all: $(TESTS)\n\t$(CC) $^ -o test_all\n"
+    )
+    progs = launch_facts("Makefile", darknet_like)["programs"]
+    assert [(p["name"], p["line"], p["tool"]) for p in progs] == [("darknet", 6, "make")]
+    assert progs[0]["sources"] == ["**/*.cu"]
+    # the same link with no CUDA compiled anywhere is a C program, not ours to port
+    cpu_only = darknet_like.replace("obj/%.o: %.cu\n\t$(Q)$(NVCC) $(ARCH) -c $< -o $@\n", "")
+    assert launch_facts("Makefile", cpu_only)["programs"] == []

@@ -52,3 +52,6 @@ def visible(findings: list[Finding], min_confidence: str | None) -> list[Finding
         return findings
     keep = CONFIDENCES[: CONFIDENCES.index(min_confidence) + 1]
     return [f for f in findings if f.confidence in keep]
+
+
+OPT_IN_SHOWN = 10  # a library offers dozens of alternatives: the costliest are listed, then a count

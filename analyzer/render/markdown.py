@@ -14,7 +14,7 @@ from ..baseline import ReportDiff
 from ..model import Diagnostic, Finding, Report
 from ..numbers import pd as _pd, pd_delta, plural as _plural
 from . import trace_text
-from .common import EFFORT_DOCS, MEANING, no_analysis, rule_url, score_text
+from .common import EFFORT_DOCS, MEANING, OPT_IN_SHOWN, no_analysis, rule_url, score_text
 from .safe import code, inline  # noqa: F401 - inline and code are this module's API too
 
 LIMIT = 65_000
@@ -74,7 +74,11 @@ def not_in_estimate(report: Report) -> list[Block]:
     out: list[Block] = []
     if report.opt_in:
         rows = [f"| {code(p.name)} | {inline(p.gate)} | {len(p.findings)} | {_pd(p.estimate.p50)} / {_pd(p.estimate.p80)} |"
-                for p in report.opt_in]
+                for p in report.opt_in[:OPT_IN_SHOWN]]
+        rest = report.opt_in[OPT_IN_SHOWN:]
+        if rest:
+            rows.append(f"| … {len(rest)} more | | {sum(len(p.findings) for p in rest)} | "
+                        f"{_pd(sum(p.estimate.p50 for p in rest))} (P50 in all) |")
         out.append(Table(f"Opt-in features, not in the estimate ({len(report.opt_in)}; "
                          "<code>--include-opt-in NAME</code> adds one)", rows,
                          header=("| Feature | Turned on | Findings | P50 / P80 person-days |", "|---|---|---:|---:|")))

@@ -50,11 +50,15 @@ def _other_contexts(report: Report, s) -> list[str]:
     out: list[str] = []
     if report.opt_in:
         out.append(s(f"Opt-in features ({len(report.opt_in)}, not in the estimate; add with --include-opt-in NAME)", bold=True))
-        for p in report.opt_in:
+        for p in report.opt_in[:common.OPT_IN_SHOWN]:
             n = len(p.findings)
             out.append(f"  {s(visible(p.name), fg='cyan')}  {visible(p.gate)} · {plural(n, 'finding')} · "
                        f"P50 {_pd(p.estimate.p50)} / P80 {_pd(p.estimate.p80)} person-days")
             out.extend("  " + line for line in _listing([report.off_path[i] for i in p.findings], s, lambda f: None))
+        rest = report.opt_in[common.OPT_IN_SHOWN:]
+        if rest:
+            out.append(f"  ... and {plural(len(rest), 'more feature')} (P50 {_pd(sum(p.estimate.p50 for p in rest))} "
+                       "person-days in all; see --format json)")
         out.append("")
     for context, title in _SECTIONS:
         fs = [f for f in report.off_path if (f.context or "off-path") == context]

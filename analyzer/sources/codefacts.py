@@ -50,6 +50,8 @@ EVAL_NAME = re.compile(
 # Functions that run in the data pipeline on the host.
 HOST_NAME = re.compile(r"(?i)collat|^_*(pre)?process\w*|^_*tokeni[sz]e\w*|^worker_init\w*|^_*load_(data|dataset)\w*")
 HOST_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__", "__len__"})
+# Classes that run a trained model, never train it: prediction, validation, export.
+EVAL_CLASS = re.compile(r"(?:Predictor|Validator|Evaluator|Exporter|Inferencer|Inference|Benchmark)$")
 HOST_CLASS = re.compile(r"(?i)(dataset|datamodule|collat|sampler|tokeni[sz]er|preprocess|augment|transform)s?$")
 HOST_KEYWORDS = frozenset({"collate_fn", "worker_init_fn", "transform", "transforms", "target_transform"})
 # Methods a framework calls by name (nn.Module, Lightning, Trainer subclasses, datasets).
@@ -409,9 +411,8 @@ class _Walk:
             out.append("host")
         if kind == "m" and HOOK_NAME.match(node.name):
             out.append("hook")
-        if any(type(d) is ast.Call and type(d.func) is ast.Attribute and "regist" in d.func.attr.lower()
-               or (type(d) is ast.Call and type(d.func) is ast.Name and "regist" in d.func.id.lower())
-               for d in node.decorator_list):
+        # `@register("name")`, `@registry.register_module()`, `@register_model`: registered for lookup by name
+        if any("regist" in d.lower() for d in decos):
             out.append("registered")
         return out
 
@@ -428,6 +429,8 @@ class _Walk:
         markers = []
         if HOST_CLASS.search(node.name) or any(re.search(r"(Dataset|Sampler|DataModule)$", b) for b in bases):
             markers.append("host")
+        if EVAL_CLASS.search(node.name):
+            markers.append("eval")
         if any(type(d) is ast.Call and "regist" in _text(d.func).lower() for d in node.decorator_list):
             markers.append("registered")
         external = [b for b in bases if b.startswith("q:") and b.split(".")[0][2:] not in ("typing", "abc", "enum")]
@@ -508,12 +511,15 @@ class _Walk:
         # `if use_triton: kernel(x) else: torch_path(x)`: what the kernel branch calls has a PyTorch path
         # beside it (a fallback, followed across calls by context.py), switch or not.
         kernel_branch = self.capability_guard(node)
-        if not config and kernel_branch is None:
+        cuda = cuda_check(test)
+        if not config and kernel_branch is None and cuda is None:
             self.body(node.body)
             self.body(node.orelse)
             return
         if not config:
-            c = ["cap"]  # an unknown condition: never a gate, only the fallback mark
+            # an unknown condition: never a gate, only the fallback mark; a CUDA check also says which
+            # branch runs only on a CUDA device (`["cuda"]`: the body; `["not", ["cuda"]]`: the else)
+            c = ["cap"] if cuda is None else ["cuda"] if cuda == "body" else ["not", ["cuda"]]
         text = _text(test)
         parent = self.region
         body_end = max((getattr(s, "end_lineno", s.lineno) for s in node.body), default=node.lineno)
@@ -762,3 +768,32 @@ def _all_param_defaults(node: ast.FunctionDef) -> list[tuple[str, object]]:
             if v is not ...:
                 out.append((arg.arg, v))
     return out
+
+
+def _names_cuda(node: ast.AST) -> bool:
+    v = _literal(node)
+    return type(v) is str and (v == "cuda" or v.startswith("cuda:"))
+
+
+def cuda_check(test: ast.AST) -> str | None:
+    """"body" when an `if` test holds only on a CUDA device (`x.is_cuda`, `torch.cuda.is_available()`,
+    `x.device.type == "cuda"`, `"cuda" in str(device)`, or a conjunction with one), "else" for its
+    negation; None otherwise. On Trainium that branch is skipped."""
+    t = type(test)
+    if t is ast.UnaryOp and type(test.op) is ast.Not:
+        inner = cuda_check(test.operand)
+        return {"body": "else", "else": "body"}.get(inner or "")
+    if t is ast.BoolOp and type(test.op) is ast.And:
+        return "body" if any(cuda_check(v) == "body" for v in test.values) else None
+    if t is ast.Attribute and test.attr == "is_cuda":
+        return "body"
+    if t is ast.Call:
+        parts = _chain(test.func) or []
+        return "body" if parts[-2:] == ["cuda", "is_available"] else None
+    if t is ast.Compare and len(test.ops) == 1:
+        op, left, right = type(test.ops[0]), test.left, test.comparators[0]
+        if op in (ast.Eq, ast.NotEq) and (_names_cuda(right) or _names_cuda(left)):
+            return "body" if op is ast.Eq else "else"
+        if op in (ast.In, ast.NotIn) and _names_cuda(left):
+            return "body" if op is ast.In else "else"
+    return None

@@ -8,7 +8,8 @@ lines are read as shell commands (comments dropped, `\\` continuations joined, s
   `torchrun ... train.py`, `accelerate launch`, `deepspeed`, `composer`, `lightning run model`,
   behind `srun`/`mpirun`/`env`/`VAR=...` prefixes), with its target and arguments as written, so
   entry detection can see which script a user runs and with which options;
-- `programs`: each `nvcc` command that links an executable (not `-c`, not a shared library).
+- `programs`: each `nvcc` command that links an executable (not `-c`, not a shared library), and a
+  Makefile's C/C++ link of an executable when the same Makefile compiles `.cu` files with `nvcc -c`.
 
 The same command reader serves config values (sources/configs.py): `command: "torchrun train.py"`.
 """
@@ -567,6 +568,50 @@ def launch_facts(name: str, text: str) -> dict:
             program = program_in_words(words, c.line, variables, c.rule)
             if program is not None:
                 programs.append(program)
+    if dialect == "make" and not programs:
+        programs.extend(linked_programs(_commands(dialect, text, {}), variables))
     launches.sort(key=lambda r: r["line"])
     programs.sort(key=lambda r: r["line"])
     return {"launches": launches, "programs": programs}
+
+
+_QUIET = re.compile(r"^(?:\$[({]Q[)}]|@)+")
+_C_LINKERS = frozenset({"cc", "gcc", "g++", "c++", "clang", "clang++", "cpp", "ld", "icc", "icpx"})
+_C_LINKER_VAR = re.compile(r"^\$[({]?(CC|CXX|CPP|LD|LINK\w*)[)}]?$")
+
+
+def linked_programs(commands: list, variables: dict[str, str]) -> list[dict]:
+    """Executables a Makefile links with the C/C++ compiler from objects, when the same Makefile
+    compiles `.cu` files with `nvcc -c` (darknet's `$(CC) ... $^ -o $@` after `$(NVCC) ... -c $<`):
+    the program's CUDA sources are every `.cu` file under the Makefile's folder."""
+    nvcc_objects = False
+    links: list[dict] = []
+    for c in commands:
+        if c.text is None:
+            continue
+        # make's `$<`/`$@` are no shell redirections: plain words, split at the control operators
+        for words in (part.split() for part in re.split(r"&&|\|\||;|\|", c.text)):
+            if not words:
+                continue
+            first = _QUIET.sub("", words[0])  # `$(Q)$(CXX)`, `@$(CC)`: echo control, not the tool
+            head = _expand(first, variables).split()
+            tool = _base(head[0].lstrip("@")) if head else ""
+            expanded = [x for w in words[1:] for x in _expand(w, variables).split()]
+            if _NVCC_VAR.match(first) or tool == "nvcc":
+                cu = c.rule is not None and any(p.endswith(".cu") for p in c.rule.prereqs)
+                nvcc_objects = nvcc_objects or ("-c" in expanded and (cu or any(x.endswith(".cu") for x in expanded)))
+                continue
+            if not (_C_LINKER_VAR.match(first) or tool in _C_LINKERS) or "-c" in expanded or "-shared" in expanded:
+                continue
+            output = next((words[k + 1] for k in range(1, len(words) - 1) if words[k] == "-o"), None)
+            if output is None:
+                continue
+            name = c.rule.target if output in ("$@", "$(@)") and c.rule is not None else output
+            var = _VAR_REF.fullmatch(name)
+            name = _expand(name, variables)
+            if "$" in name or "%" in name:
+                name = next((g for g in var.groups() if g), "") if var else ""  # `$(TOOL_BINS)`: its variable
+            if not name or name.endswith(_NOT_EXECUTABLE_OUTPUT) or re.search(r"(?i)test|example|bench", name):
+                continue  # test, example and benchmark binaries are not the training program
+            links.append({"name": name, "line": c.line, "sources": ["**/*.cu"], "tool": "make"})
+    return links if nvcc_objects else []

@@ -1,0 +1,74 @@
+"""Re-read the hand audit (docs/calibration/audit.json) against the latest calibration reports.
+
+    python scripts/audit_recheck.py            # after scripts/calibrate.py wrote the reports
+
+The audit judged each must-port finding of one scan by hand (TRUE, mis-weighted, FALSE). A later
+model moves findings in and out of the must-port part; this prints, per verdict, how many audited
+findings are still must-port, and the TRUE share among the audited findings that remain. Findings
+that became must-port since the audit carry no verdict and are counted apart: the share is a
+statement about the audited set, not a new audit.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("NEURON_READY_REAL_CACHE", "/work/cache/real"))
+
+
+def main() -> int:
+    audit = json.loads((ROOT / "docs/calibration/audit.json").read_text(encoding="utf-8"))
+    by_repo: dict[str, list[dict]] = collections.defaultdict(list)
+    for a in audit:
+        by_repo[a["repo"]].append(a)
+    kept: collections.Counter = collections.Counter()
+    total: collections.Counter = collections.Counter()
+    moved: collections.Counter = collections.Counter()  # (verdict, new context)
+    unaudited = 0
+    rows = []
+    for repo in sorted(by_repo):
+        path = CACHE / "reports" / f"{repo}.json"
+        if not path.exists():
+            print(f"{repo}: no report at {path}", file=sys.stderr)
+            continue
+        report = json.loads(path.read_text(encoding="utf-8"))
+        where = collections.defaultdict(list)
+        for f in report.get("findings", []) + report.get("off_path", []):
+            where[(f["rule"], f["path"].split("/", 1)[-1], f["line"])].append(f.get("context") or "off-path")
+            where[(f["rule"], f["path"], f["line"])].append(f.get("context") or "off-path")
+        audited = set()
+        repo_kept = collections.Counter()
+        for a in by_repo[repo]:
+            ctx = (where.get((a["rule"], a["path"], a["line"])) or ["gone"])[0]
+            audited.add((a["rule"], a["path"], a["line"]))
+            total[a["verdict"]] += 1
+            if ctx == "step":
+                kept[a["verdict"]] += 1
+                repo_kept[a["verdict"]] += 1
+            else:
+                moved[(a["verdict"], ctx)] += 1
+        new = sum(1 for f in report.get("findings", []) if (f["rule"], f["path"], f["line"]) not in audited)
+        unaudited += new
+        rows.append(f"| {repo} | {len(by_repo[repo])} | {sum(repo_kept.values())} | {repo_kept['TRUE']} | {new} |")
+    print("| repo | audited | still must-port | of which TRUE | must-port, not audited |")
+    print("|---|---:|---:|---:|---:|")
+    print("\n".join(rows))
+    print()
+    for verdict in ("TRUE", "mis-weighted", "FALSE"):
+        print(f"{verdict}: {kept[verdict]} of {total[verdict]} still must-port")
+    remaining = sum(kept.values())
+    if remaining:
+        print(f"TRUE share among audited findings still must-port: {kept['TRUE']}/{remaining} "
+              f"({100 * kept['TRUE'] / remaining:.0f} %); must-port findings with no verdict: {unaudited}")
+    print("moved out, by verdict and new context:",
+          ", ".join(f"{v} -> {c}: {n}" for (v, c), n in sorted(moved.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
