@@ -489,9 +489,9 @@ def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:
 
 def _matchers() -> tuple[str, ...]:
     """The code matchers a `kind = "pattern"` clause may name (imported late: the scanner imports us)."""
-    from .sources.pyindex import PATTERN_TRIGGERS
+    from .sources.matchers import MATCHERS
 
-    return tuple(PATTERN_TRIGGERS)
+    return tuple(MATCHERS)
 
 
 def _number(c: _Checker, d: dict, key: str) -> float:

@@ -137,6 +137,25 @@ class FileInfo:
 # ------------------------------------------------------------------------------------------ folders
 
 
+# Whether a file has a `__main__` guard and trains: read from its code facts (sources/codefacts.py,
+# from the ast), the one place that decides them. A file without code facts (it does not parse) has neither.
+
+def main_guard(facts: dict) -> bool:
+    return bool((facts.get("code") or {}).get("main_guard"))
+
+
+def trains_at_top(facts: dict) -> bool:
+    """Module-level code (outside functions and the `__main__` block) calls backward, steps an optimizer or runs a Trainer."""
+    return bool((facts.get("code") or {}).get("top_trains"))
+
+
+def trains_anywhere(facts: dict) -> bool:
+    """Some code of the file trains: at the top, in the `__main__` block or in any function or class."""
+    code = facts.get("code") or {}
+    return bool(code.get("top_trains") or code.get("main_trains")
+                or any("trains" in d[3] for d in (code.get("defs") or {}).values()))
+
+
 def excluded(rel: str) -> bool:
     *dirs, name = rel.split("/")  # rel: a normalised relative posix path (string work: called per file)
     return any(part.lower() in EXCLUDED_DIRS for part in dirs) or bool(_TEST_FILE.match(name))
@@ -458,7 +477,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
             return ""
         if reach.mode == "library":
             facts = info[rel].facts
-            standalone = facts.get("main_guard") and not facts.get("trains") and not any(graph.predecessors(rel))
+            standalone = main_guard(facts) and not trains_anywhere(facts) and not any(graph.predecessors(rel))
             return STANDALONE if standalone else ""
         return "" if rel in reached else UNREACHED
 
@@ -532,9 +551,7 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
 
     def trains(rel: str) -> str | None:
         if rel not in trains_cache:
-            facts = info[rel].facts
-            code = facts.get("code") or {}
-            if code.get("top_trains") or (facts.get("trains") and not code):
+            if trains_at_top(info[rel].facts):
                 trains_cache[rel] = "trains"
             else:
                 via = context.trains_from(graph, rel)
@@ -558,10 +575,9 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
         if not usable(rel):
             continue
         facts = info[rel].facts
-        code = facts.get("code") or {}
-        guard = facts.get("main_guard") or code.get("main_guard")
+        guard = main_guard(facts)
         notebook = info[rel].kind == "notebook"
-        if not (guard or notebook or code.get("top_trains")):
+        if not (guard or notebook or trains_at_top(facts)):
             continue
         why = trains(rel) if (guard or notebook) else "trains"
         if why:

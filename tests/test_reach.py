@@ -136,6 +136,23 @@ def test_without_entry_points_every_module_outside_tests_is_on_the_path(tmp_path
     assert w["scripts/convert.py"] == STANDALONE
 
 
+def test_a_script_is_standalone_only_when_none_of_its_code_trains(tmp_path):
+    # The ast's answer (code facts), as for entry detection: a training function the `__main__`
+    # block does not call still makes the file more than a tool; words in strings do not.
+    root = tree(tmp_path, {
+        "lib/__init__.py": "",
+        "lib/a.py": "import torch\nx = torch.zeros(1).cuda()\n",
+        "scripts/tool.py": "import torch\n\ndef finetune(m):\n    m.loss().backward()\n\n"
+                           "if __name__ == '__main__':\n    torch.zeros(1).cuda()\n",
+        "scripts/notes.py": "import torch\nHELP = 'call loss.backward() then optimizer.step()'\n\n"
+                            "if __name__ == '__main__':\n    torch.zeros(1).cuda()\n",
+    })
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "library"
+    w = where(report)
+    assert w["scripts/tool.py"] == "" and w["scripts/notes.py"] == STANDALONE
+
+
 def test_console_script_that_trains_is_an_entry(tmp_path):
     root = tree(tmp_path, {
         "pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.scripts]\nx-train = "xpkg.cli:main"\n',

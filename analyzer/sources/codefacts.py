@@ -37,7 +37,8 @@ import re
 from .compilefacts import compile_sites
 from .imports import absolute
 from .pyindex import CAPABILITY
-from .screen import _chain  # the one name-chain walk over ast (libcst's twin is python.dotted_parts)
+from .vocab import OPTIMIZER_RECEIVER
+from .vocab import ast_chain as _chain
 
 # Names of functions that evaluate, infer, export or visualise rather than train.
 EVAL_NAME = re.compile(
@@ -111,6 +112,7 @@ class _Facts:
         self.main_guard = 0
         self.main_span: list[int] = []
         self.top_trains = False
+        self.main_trains = False  # the `__main__` block itself trains
 
     # ------------------------------------------------------------------ resolution
 
@@ -220,7 +222,7 @@ def _is_trains_call(node: ast.Call) -> bool:
             return not (recv and recv[-1] in ("autograd", "ctx")) and not (type(f.value) is ast.Name and f.value.id == "super")
         if f.attr == "step":
             recv = _chain(f.value)
-            return bool(recv) and bool(re.search(r"(?i)optim|opt$|scaler", recv[-1]))
+            return bool(recv) and bool(OPTIMIZER_RECEIVER.search(recv[-1]))
         if f.attr in ("fit", "train") and (recv := _chain(f.value)) and re.search(r"(?i)trainer|engine|runner", recv[-1]):
             return True
         parts = _chain(f)
@@ -256,6 +258,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
         out["neuron"] = True
     if compiles := compile_sites(tree, fx.bindings):
         out["compiles"] = compiles  # what torch.compile is applied to (compilefacts.py)
+    if fx.main_trains:
+        out["main_trains"] = True
     return out
 
 
@@ -587,6 +591,8 @@ class _Walk:
         if _is_trains_call(n):
             if not self.scope:
                 fx.top_trains = True
+            elif self.scope == MAIN:
+                fx.main_trains = True
             d = fx.defs.get(self.scope)
             if d is not None and "trains" not in d[3]:
                 d[3].append("trains")

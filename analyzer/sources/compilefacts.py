@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 
-from .screen import _chain
+from .vocab import ast_chain as _chain
 
 COMPILE_CALLS = frozenset({"torch.compile"})
 _OPTIMIZE = "torch._dynamo.optimize"

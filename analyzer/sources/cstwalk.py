@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from typing import Callable
+from typing import Callable, Iterator
 
 import libcst as cst
 
@@ -73,6 +73,21 @@ def is_node_type(cls: type) -> bool:
     """issubclass(cls, CSTNode), fast."""
     answer = _IS_NODE.get(cls)
     return _is_node(cls) if answer is None else answer
+
+
+def iter_subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` (pre-order), for the small expressions matchers inspect."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for name in reversed(field_order(type(n))):
+            v = getattr(n, name)
+            tv = type(v)
+            if tv is list or tv is tuple:
+                stack.extend(reversed([x for x in v if is_node_type(type(x))]))
+            elif v is not None and is_node_type(tv):
+                stack.append(v)
 
 
 # Per node class: (its child fields in source order, how many come before it is entered).

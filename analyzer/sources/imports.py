@@ -1,7 +1,8 @@
-"""Cheap facts about every Python file, parsed or not: what it imports and whether it trains.
+"""Cheap facts about every Python file, parsed or not: what it imports.
 
 These feed the import graph (reach.py). They come from the text, not the CST, so they are the
-same whether or not the prefilter let a file be parsed, and cost almost nothing.
+same whether or not the prefilter let a file be parsed, and cost almost nothing. (Whether a file
+has a `__main__` guard or trains is read from the ast, in codefacts.py.)
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ import re
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+(?P<names>[\w. \t,]+)", re.M)
 _FROM = re.compile(r"^[ \t]*from[ \t]+(?P<dots>\.*)(?P<mod>[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]+)", re.M)
 _TRIPLE = re.compile(r"(\"\"\"|''')")
-_MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
-_TRAINS = re.compile(r"\.backward\(|\boptimizer\.step\(|\bTrainer\(|\.fit\(|\btraining_step\b|\boptim\.[A-Z]\w*\(")
-_TRAINS_TRIGGERS = (".backward(", "optimizer.step(", "Trainer(", ".fit(", "training_step", "optim.")  # 20x faster first
 
 
 def _code_only(text: str) -> str:
@@ -91,8 +89,4 @@ def python_facts(text: str, module_name: str, is_package: bool) -> dict:
             name = part.strip().split()[0] if part.strip() else ""
             if re.fullmatch(r"\w+", name):
                 imports.add(f"{mod}.{name}" if mod else name)
-    return {
-        "imports": sorted(imports),
-        "main_guard": bool(_MAIN.search(code)),
-        "trains": any(t in code for t in _TRAINS_TRIGGERS) and bool(_TRAINS.search(code)),
-    }
+    return {"imports": sorted(imports)}

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..catalog import Catalog, Rule
-from .valuefacts import TRIGGERS as VALUE_TRIGGERS
+from .matchers import MATCHERS
 
 # Identifiers that make an `if` test a capability check (an optional fast path with a fallback): the
 # scanner's fallback detection (python.py) and the code facts that follow it across calls (codefacts.py).
@@ -69,17 +69,6 @@ class PyIndex:
         )
 
 
-# Triggers of the code matchers (sources/patterns.py): a file without any of them cannot match.
-PATTERN_TRIGGERS = {
-    "bool_mask_index": ("mask", "[", ">", "<", "=="),
-    "tensor_control_flow": ("any(", "all(", "item(", ".sum(", ".max(", ".min(", ".mean(", "equal(", "allclose("),
-    "triton_launch": ("](",),
-    "xla_step_without_mark_step": ("backward",),
-    "device_string": ("cuda",),
-}
-PATTERN_TRIGGERS.update(VALUE_TRIGGERS)  # values.py's matchers
-
-
 def build_index(catalog: Catalog) -> PyIndex:
     idx = PyIndex()
     triggers: set[str] = set()
@@ -112,7 +101,8 @@ def build_index(catalog: Catalog) -> PyIndex:
                 idx.environ.append((re.compile(m.pattern or ".*"), entry))
             elif m.kind == "pattern":
                 idx.patterns.setdefault(m.matcher or "", []).append(entry)
-                triggers.update(PATTERN_TRIGGERS.get(m.matcher or "", ("",)))
+                matcher = MATCHERS.get(m.matcher or "")
+                triggers.update(matcher.triggers if matcher is not None else ("",))  # the code matchers' (matchers.py)
             elif m.kind == "dependency":
                 idx.has_dependency_rules = True
             else:

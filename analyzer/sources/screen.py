@@ -20,40 +20,31 @@ active, backward and mark_step calls. tests/test_screen.py checks screened and f
 from __future__ import annotations
 
 import ast
-import builtins
 import io
 import re
 from dataclasses import dataclass
 
 from ..catalog import ArgCond, Match, conds_hold
 from .imports import absolute
+from .matchers import MATCHERS
 from .pyindex import PyIndex, callee_in, name_in
-from .valuefacts import SCREEN_KNOWN as VALUE_MATCHERS, ScreenFacts
+from .valuefacts import ScreenFacts
+from .vocab import (
+    AST_NOT_LITERAL,
+    BUILTINS,
+    IMPORT_CALLS,
+    MAYBE,
+    TRAIN_NAME,
+    ast_chain,
+    ast_find_arg,
+    ast_literal,
+    ast_maybe_none,
+    ast_shapes,
+    fullmatch_may,
+)
 
-_BUILTINS = frozenset(dir(builtins))
-# python.py's tensor_value_read: calls that read a tensor's value in a test.
-_TORCH_READS = frozenset({
-    "torch.any", "torch.all", "torch.equal", "torch.allclose", "torch.is_nonzero",
-    "torch.count_nonzero", "torch.isnan", "torch.isinf", "torch.isfinite",
-})
-_READ_METHODS = frozenset({"any", "all", "item", "count_nonzero"})
-_REDUCTIONS = frozenset({"sum", "max", "min", "mean", "norm"})  # read back only without arguments
-_IMPORT_CALLS = frozenset({"importlib.import_module", "builtins.__import__"})
-# Calls from which python.py learns that the file trains or cuts XLA steps.
-_STEP_NAMES = frozenset({"backward", "mark_step", "optimizer_step", "sync", "step", "MpDeviceLoader", "ParallelLoader"})
-_TRAIN_NAME = re.compile(r"(?i)(^|_)(train|training)($|_)|^fit$")  # python.py's _TRAIN_NAME
-_KNOWN_PATTERNS = frozenset({
-    "bool_mask_index", "tensor_control_flow", "triton_launch", "device_string", "xla_step_without_mark_step",
-    *VALUE_MATCHERS,
-})
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_NOT_BOOLEAN_OPS = (ast.In, ast.NotIn, ast.Is, ast.IsNot)
-_MAYBE = object()  # a value the screen cannot judge
-_NOT_LITERAL = object()
-# Nodes python.py's literal_value never takes for a literal (True, False and None are ast.Constant).
-_NEVER_LITERAL = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.List, ast.Tuple, ast.Dict, ast.Set,
-                  ast.Compare, ast.BoolOp, ast.Lambda, ast.JoinedStr)
 
 
 @dataclass(frozen=True)
@@ -76,8 +67,8 @@ def reduce_source(text: str, tree: ast.Module, idx: PyIndex, module_name: str, i
     NOTHING when no rule can match anything in it."""
     if "\r" in text.replace("\r\n", ""):
         return None  # a lone CR ends a line for some tools and not others: not worth the doubt
-    if any(p not in _KNOWN_PATTERNS for p in idx.patterns):
-        return None  # a code matcher the screen does not know the shape of
+    if any(p not in MATCHERS or (MATCHERS[p].triggers and not MATCHERS[p].screen_nodes) for p in idx.patterns):
+        return None  # a code matcher the screen does not know the shape of (one without triggers matches no Python)
     screen = _Screen(idx, tree, text, module_name, is_package)
     drops: list[ast.AST] = []
     if not screen.screen(tree.body, drops) and not screen.needed(tree, frozenset(map(id, _regions(tree.body)))):
@@ -165,55 +156,9 @@ def _walk(node: ast.AST, skip: frozenset[int] = frozenset()):
                 push(v)
 
 
-def _chain(node: ast.AST) -> list[str] | None:
-    """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain name chain."""
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    if type(node) is not ast.Name:
-        return None
-    parts.append(node.id)
-    parts.reverse()
-    return parts
-
-
-def _literal(node: ast.AST):
-    """python.py's literal_value where ast and libcst agree exactly; _MAYBE where they may not."""
-    t = type(node)
-    if t is ast.Constant:
-        v = node.value
-        return v if v is None or type(v) in (str, int, float, bool) else _MAYBE
-    return _NOT_LITERAL if t in _NEVER_LITERAL else _MAYBE
-
-
-def _shapes(node: ast.AST) -> list[str] | None:
-    """python.py's string_shapes, or None where libcst may see other strings (f-strings keep
-    their source text there, escapes and all)."""
-    t = type(node)
-    if t is ast.Constant:
-        return [node.value] if type(node.value) is str else []
-    if t is ast.JoinedStr:
-        return None
-    if t is ast.BinOp and type(node.op) is ast.Add:
-        left, right = _shapes(node.left), _shapes(node.right)
-        if left is None or right is None:
-            return None
-        left, right = left or ["0"], right or ["0"]
-        return [] if left == right == ["0"] else [a + b for a in left for b in right]
-    if t is ast.IfExp:
-        body, orelse = _shapes(node.body), _shapes(node.orelse)
-        return None if body is None or orelse is None else body + orelse
-    return []
-
-
-def _fullmatch_may(pattern: str, shapes: list[str] | None) -> bool:
-    return shapes is None or any(re.fullmatch(pattern, s) for s in shapes)
-
-
 def _pattern_may(pattern: str, value: ast.AST) -> bool:
-    """python.py's _pattern_matches: a string shape, or a string in a list, dict or dict() call."""
-    if _fullmatch_may(pattern, _shapes(value)):
+    """conditions.py's _pattern_matches: a string shape, or a string in a list, dict or dict() call."""
+    if fullmatch_may(pattern, ast_shapes(value)):
         return True
     t = type(value)
     if t in (ast.List, ast.Tuple, ast.Set):
@@ -221,7 +166,7 @@ def _pattern_may(pattern: str, value: ast.AST) -> bool:
     if t is ast.Dict:
         return any((k is not None and _pattern_may(pattern, k)) or _pattern_may(pattern, v)
                    for k, v in zip(value.keys, value.values))
-    if t is ast.Call and _chain(value.func) == ["dict"]:
+    if t is ast.Call and ast_chain(value.func) == ["dict"]:
         return any(_pattern_may(pattern, a) for a in value.args) or any(
             (kw.arg is not None and re.fullmatch(pattern, kw.arg)) or _pattern_may(pattern, kw.value)
             for kw in value.keywords
@@ -229,51 +174,31 @@ def _pattern_may(pattern: str, value: ast.AST) -> bool:
     return False
 
 
-def _maybe_none(value: ast.AST) -> bool:
-    if type(value) is ast.Constant:
-        return value.value is None
-    if type(value) is ast.IfExp:
-        return _maybe_none(value.body) or _maybe_none(value.orelse)
-    return False
-
-
-def _find_arg(call: ast.Call, cond: ArgCond) -> ast.AST | None:
-    """python.py's find_arg: by keyword, else by position among the arguments before any unpacking."""
-    if cond.keyword is not None:
-        for k in call.keywords:
-            if k.arg == cond.keyword:
-                return k.value
-    if cond.position is not None:
-        for i, a in enumerate(call.args):
-            if type(a) is ast.Starred:
-                return None
-            if i == cond.position:
-                return a
-    return None
-
-
 # ---------------------------------------------------------------------------------- the screen
 
 class _Screen:
+    walk = staticmethod(_walk)  # for the matchers' ast checks
+
     def __init__(self, idx: PyIndex, tree: ast.Module, text: str, module_name: str, is_package: bool) -> None:
         self.idx = idx
         self.module_name = module_name
         self.is_package = is_package
         self.collate = "collat" in text.lower()  # some name could make a function a collate function
         self.prefixes = frozenset(p for p, _ in idx.imports)
-        pats = idx.patterns
-        self.mask = pats.get("bool_mask_index", ())
-        self.flow = pats.get("tensor_control_flow", ())
-        self.launch = pats.get("triton_launch", ())
-        self.device = pats.get("device_string", ())
-        self.steps = bool(pats.get("xla_step_without_mark_step"))
+        # Per ast node class, the ast checks of the code matchers the catalog uses.
+        self.checks: dict[type, list] = {}
+        for name, entries in idx.patterns.items():
+            if entries:
+                m = MATCHERS[name]
+                for t in m.screen_nodes:
+                    self.checks.setdefault(t, []).append((m.may, entries))
         self.names: dict[str, set[str]] = {}
         self.imports: list[tuple[int, str]] = []  # (line, module) python.py records as imported
         self.call_imports: list[tuple[int, str]] = []  # (line, module) of import_module-like calls
         self.roots: set[str] = set()  # every module the file may import, and their top-level packages
         self.decorated: set[str] = set()  # functions with decorators (Triton kernels among them)
         self._bind(tree, text)
-        self.travel = ScreenFacts(tree, idx.patterns, text)  # values.py: where values travel
+        self.travel = ScreenFacts(tree, text)  # where values travel (values.py), for conditions and value matchers
         # Per region: references inside a comparison, and (lazily) the names of its functions.
         self.compared: set[int] = set()
         self.region: tuple[ast.AST, frozenset[int]] | None = None
@@ -316,7 +241,7 @@ class _Screen:
                     if type(node.target) is ast.Name and node.value is not None:
                         aliases.append((node.target.id, node.value))
                 elif t is ast.If:
-                    parts = _chain(node.test)
+                    parts = ast_chain(node.test)
                     stack.append((node.body, counts and not (parts and parts[-1] == "TYPE_CHECKING")))
                     stack.append((node.orelse, counts))
                     continue
@@ -333,8 +258,8 @@ class _Screen:
             # which finds more than python.py resolves (only ever keeping more).
             for node in _walk(tree):
                 if type(node) is ast.Call and node.args:
-                    parts = _chain(node.func)
-                    mod = _literal(node.args[0]) if parts and parts[-1] in ("import_module", "__import__") else None
+                    parts = ast_chain(node.func)
+                    mod = ast_literal(node.args[0]) if parts and parts[-1] in ("import_module", "__import__") else None
                     if type(mod) is str:
                         self.call_imports.append((node.lineno, mod))
         for _, mod in self.imports + self.call_imports:
@@ -342,14 +267,14 @@ class _Screen:
         # One pass in source order, as python.py binds them: `F = torch.nn.functional; G = F` makes G
         # torch.nn.functional, and `node = node.parent` in a loop adds one name, not an endless chain.
         for name, value in sorted(aliases, key=lambda a: (a[1].lineno, a[1].col_offset)):
-            parts = _chain(value)
+            parts = ast_chain(value)
             if parts:
                 names.setdefault(name, set()).update(self.candidates(parts))
 
     def candidates(self, parts: list[str]) -> list[str]:
         rest = "." + ".".join(parts[1:]) if len(parts) > 1 else ""
         out = [head + rest for head in self.names.get(parts[0], ())]
-        if parts[0] in _BUILTINS:
+        if parts[0] in BUILTINS:
             out.append("builtins." + ".".join(parts))
         return out
 
@@ -385,12 +310,11 @@ class _Screen:
         while stack:
             node = stack.pop()
             t = type(node)
-            if t is ast.Call or t is ast.Assert or t is ast.Assign:  # values.py's matchers
-                m = self.travel.needed(node, self.candidates)
-                if m and self._any_may(idx.patterns.get(m, ())):
-                    return True
+            checks = self.checks.get(t)
+            if checks is not None and any(may(self, node, entries) for may, entries in checks):
+                return True
             if t is ast.Name or t is ast.Attribute:
-                parts = _chain(node)
+                parts = ast_chain(node)
                 if parts is not None:
                     if idx.attributes and self._reference(node, parts):
                         return True
@@ -412,18 +336,6 @@ class _Screen:
                     rx.fullmatch(node.value) and self._may(c) for rx, (_, c) in idx.environ
                 ):
                     return True
-            elif t is ast.Subscript:
-                if self.mask and self._maybe_boolean(node.slice) and self._any_may(self.mask):
-                    return True
-            elif t is ast.If or t is ast.While or t is ast.IfExp:
-                if self.flow and self._reads_value(node.test) and self._any_may(self.flow):
-                    return True
-            elif t is ast.For or t is ast.AsyncFor:
-                if self.flow and type(node.iter) is ast.Call and self._reads_value(node.iter) and self._any_may(self.flow):
-                    return True
-            elif t is ast.Assign or t is ast.AnnAssign:
-                if self.device and self._device_string(node) and self._any_may(self.device):
-                    return True
             plan = _PLANS.get(t)
             for f in plan if plan is not None else _plan(t):
                 v = getattr(node, f)
@@ -438,23 +350,18 @@ class _Screen:
     def _call(self, node: ast.Call) -> bool:
         idx = self.idx
         func = node.func
-        parts = _chain(func)
+        parts = ast_chain(func)
         qs = self.candidates(parts) if parts else ()
         for q in qs:
             for _, clause in idx.calls.lookup(q):
                 if self._may(clause) and self._args_may(node, clause.args):
                     return True
-            if q in _IMPORT_CALLS and self._import_call_may(node):
+            if q in IMPORT_CALLS and self._import_call_may(node):
                 return True
-        name = func.attr if type(func) is ast.Attribute else parts[-1] if parts else None
-        if self.steps and name in _STEP_NAMES:
-            return True
         if type(func) is ast.Attribute:
             for _, clause in idx.methods.get(func.attr, ()):
                 if self._may(clause) and self._args_may(node, clause.args):
                     return True
-        elif type(func) is ast.Subscript and self.launch and self._launch_may(func) and self._any_may(self.launch):
-            return True
         for kw in node.keywords:
             for _, clause in idx.keywords.get(kw.arg, ()) if kw.arg else ():
                 if (self._may(clause) and self._callee_may(func, qs, clause) and self._args_may(node, clause.args)
@@ -475,12 +382,12 @@ class _Screen:
 
     def _decorator(self, expr: ast.AST) -> bool:
         target = expr.func if type(expr) is ast.Call else expr
-        parts = _chain(target)
+        parts = ast_chain(target)
         if not parts:
             return False
         for q in self.candidates(parts):
             if q.startswith("triton."):
-                return True  # python.py learns kernel names from these, for launches elsewhere
+                return True  # the triton_launch matcher learns kernel names from these, for launches elsewhere
             for _, clause in self.idx.decorators.lookup(q):
                 if self._may(clause) and (type(expr) is not ast.Call or self._args_may(expr, clause.args)):
                     return True
@@ -505,15 +412,10 @@ class _Screen:
         if any(type(a) is ast.Starred for a in node.args) or any(k.arg is None for k in node.keywords):
             return True
         first = node.args[0] if node.args else node.keywords[0].value if node.keywords else None
-        lit = _literal(first) if first is not None else None
-        if lit is _MAYBE:
+        lit = ast_literal(first) if first is not None else None
+        if lit is MAYBE:
             return True
         return type(lit) is str and self._imported(lit)
-
-    def _launch_may(self, func: ast.Subscript) -> bool:
-        """python.py's launches: `k[grid](...)` where k is a kernel of this file or named like one."""
-        parts = _chain(func.value)
-        return bool(parts) and ("kernel" in parts[-1].lower() or parts[-1] in self.decorated)
 
     # ------------------------------------------------------------------ clause conditions
 
@@ -527,10 +429,11 @@ class _Screen:
                 return "forward" in defs
             if clause.within == "collate":
                 return self.collate
-            return trains or any(_TRAIN_NAME.search(d) for d in defs)
+            return trains or any(TRAIN_NAME.search(d) for d in defs)
         return True
 
-    def _any_may(self, entries) -> bool:
+    def any_may(self, entries) -> bool:
+        """Some clause naming a matcher may hold here (a matcher's ast check asks, see matchers.py)."""
         return any(self._may(clause) for _, clause in entries)
 
     def _region_facts(self) -> tuple[set[str], bool]:
@@ -551,13 +454,13 @@ class _Screen:
         return self.facts
 
     def _args_may(self, call: ast.Call, conds: tuple[ArgCond, ...]) -> bool:
-        return conds_hold(conds, lambda cond: _find_arg(call, cond), self._value_may)
+        return conds_hold(conds, lambda cond: ast_find_arg(call, cond), self._value_may)
 
     def _value_may(self, cond: ArgCond, value: ast.AST) -> bool:
         if self.travel.may_carry(cond, value):
             return True  # values.py: a name given a value somewhere in the file
-        lit = _literal(value)
-        if cond.literal is not None and lit is not _MAYBE and cond.literal == (lit is _NOT_LITERAL):
+        lit = ast_literal(value)
+        if cond.literal is not None and lit is not MAYBE and cond.literal == (lit is AST_NOT_LITERAL):
             return False
         if cond.equals and not self._equals_may(lit, cond.equals):
             return False
@@ -566,23 +469,23 @@ class _Screen:
         if cond.names and not self._names_may(value, cond.names):
             return False
         if cond.string is not None:
-            shapes = _shapes(value)
+            shapes = ast_shapes(value)
             if shapes is not None and cond.string != bool(shapes):
                 return False
-        return cond.maybe_none is None or cond.maybe_none == _maybe_none(value)  # int_like: libcst judges
+        return cond.maybe_none is None or cond.maybe_none == ast_maybe_none(value)  # int_like: libcst judges
 
     @staticmethod
     def _equals_may(lit, wanted: tuple) -> bool:
-        return lit is _MAYBE or any(type(lit) is type(e) and lit == e for e in wanted)
+        return lit is MAYBE or any(type(lit) is type(e) and lit == e for e in wanted)
 
     def _names_may(self, value: ast.AST, names: tuple[str, ...]) -> bool:
-        parts = _chain(value)
+        parts = ast_chain(value)
         return bool(parts) and any(name_in(q, names) for q in self.candidates(parts))
 
     def _keyword_value_may(self, value: ast.AST, clause: Match) -> bool:
         return bool(
-            (clause.values and self._equals_may(_literal(value), clause.values))
-            or (clause.pattern and _fullmatch_may(clause.pattern, _shapes(value)))
+            (clause.values and self._equals_may(ast_literal(value), clause.values))
+            or (clause.pattern and fullmatch_may(clause.pattern, ast_shapes(value)))
             or (clause.value_names and self._names_may(value, clause.value_names))
             or self.travel.may_carry(None, value)
         )
@@ -593,48 +496,6 @@ class _Screen:
         counts whatever the receiver resolves to)."""
         method = func.attr if type(func) is ast.Attribute else None
         return not clause.calls or any(callee_in(q, method, clause.calls) for q in (qs or (None,)))
-
-    def _maybe_boolean(self, index: ast.AST) -> bool:
-        """python.py's looks_boolean on a subscript's single index (a name with "mask" in it
-        counts whatever it is bound to)."""
-        t = type(index)
-        if t is ast.Tuple and len(index.elts) == 1:  # `x[m > 0,]` has one index, as libcst sees it
-            return self._maybe_boolean(index.elts[0])
-        if t is ast.Compare:
-            return all(type(op) not in _NOT_BOOLEAN_OPS for op in index.ops)
-        if t is ast.UnaryOp:
-            return type(index.op) is ast.Invert
-        if t is ast.BinOp:
-            return type(index.op) in (ast.BitAnd, ast.BitOr) and (
-                self._maybe_boolean(index.left) or self._maybe_boolean(index.right)
-            )
-        if t is ast.Call:
-            return type(index.func) is ast.Attribute and index.func.attr == "bool"
-        parts = _chain(index)
-        return bool(parts) and "mask" in parts[-1].lower() or self.travel.may_be_boolean(index)
-
-    def _reads_value(self, test: ast.AST) -> bool:
-        """python.py's tensor_value_read: a call in a test that reads a tensor's value."""
-        for n in _walk(test):
-            if type(n) is not ast.Call:
-                continue
-            func = n.func
-            if type(func) is ast.Attribute:
-                if func.attr in _READ_METHODS or (func.attr in _REDUCTIONS and not n.args and not n.keywords):
-                    return True
-            parts = _chain(func)
-            if parts and any(q in _TORCH_READS for q in self.candidates(parts)):
-                return True
-        return False
-
-    def _device_string(self, node: ast.AST) -> bool:
-        """python.py's check_device_string: `device = "cuda"` and the like."""
-        if node.value is None:
-            return False
-        targets = node.targets if type(node) is ast.Assign else [node.target]
-        if not any((p := _chain(tg)) and "device" in p[-1].lower() for tg in targets):
-            return False
-        return _fullmatch_may(r"cuda(:\d+)?", _shapes(node.value))
 
     # ------------------------------------------------------------------ file-wide facts
 

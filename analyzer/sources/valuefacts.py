@@ -1,5 +1,5 @@
-"""The ast side of values.py (no libcst, which loads only for files that need it): the names of its
-matchers, their prefilter triggers, and `ScreenFacts`, which tells screen.py where values travel.
+"""The ast side of values.py (no libcst, which loads only for files that need it): `ScreenFacts`,
+which tells screen.py where values travel and which value matcher (matchers.py) a node may concern.
 """
 
 from __future__ import annotations
@@ -8,19 +8,9 @@ import ast
 import re
 from typing import Callable
 
-MATCHERS = ("cuda_device_arg", "backend_setting", "argparse_cuda_default", "numpy_float64", "batch_max_pad", "host_read")
-# Text one of which a file must hold for the matcher to match (pyindex's prefilter).
-TRIGGERS = {
-    "cuda_device_arg": ("device_id", "output_device"),
-    "backend_setting": ("backend",),
-    "argparse_cuda_default": ("add_argument",),
-    "numpy_float64": ("from_numpy", "as_tensor", "tensor("),
-    "batch_max_pad": ("max(",),
-    "host_read": ("assert", "int(", "float(", "arange(", "linspace("),
-    "config_precision": (),  # configvalues.py: matches config files, never Python
-}
-SCREEN_KNOWN = MATCHERS + ("config_precision",)  # patterns screen.py knows the shape of
-_CUDA = re.compile(r"(?i)cuda(:\d+)?")
+from .vocab import ast_chain
+
+CUDA_DEVICE = re.compile(r"(?i)cuda(:\d+)?")
 DATA_PARALLEL = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
     "torch.distributed.fsdp.FullyShardedDataParallel",
@@ -37,15 +27,15 @@ class ScreenFacts:
     with a CUDA default (and the names given them). Over-approximate: names, not scopes. Computed on
     first use, from the whole file."""
 
-    def __init__(self, tree: ast.Module, patterns, text: str) -> None:
+    def __init__(self, tree: ast.Module, text: str) -> None:
         self.tree = tree
-        self.active = any(m in patterns for m in MATCHERS)
         self.has_max = "max(" in text
         self.has_argparse = "add_argument" in text
         self.done = False
+        self.last: tuple[ast.AST | None, str | None] = (None, None)  # needed()'s last node and answer
 
     def _compute(self) -> None:
-        """One walk over the statements (python.py records only statements: assignments, `for`
+        """One walk over the statements (values.py records only statements: assignments, `for`
         targets, function defaults), and over the expressions only when argparse is used."""
         self.done = True
         self.valued: set[str] = set()  # last segment of names given a literal-ish value or default
@@ -104,7 +94,7 @@ class ScreenFacts:
                     self.reaching.add(name)
 
     def _argparse(self, n: ast.Call) -> None:
-        if not any(k.arg == "default" and not (type(k.value) is ast.Constant and not _CUDA.fullmatch(str(k.value.value)))
+        if not any(k.arg == "default" and not (type(k.value) is ast.Constant and not CUDA_DEVICE.fullmatch(str(k.value.value)))
                    for k in n.keywords):
             return  # no default, or one that is certainly not a CUDA device
         for a in n.args:
@@ -115,7 +105,7 @@ class ScreenFacts:
                 self.devices.add(k.value.value)
 
     def may_carry(self, cond, value: ast.AST) -> bool:
-        """python.py's arg_travels / keyword_travels may match (cond None: a keyword clause)."""
+        """values.py's arg_travels / keyword_travels may match (cond None: a keyword clause)."""
         if cond is not None and not (cond.pattern or cond.equals or cond.string):
             return False
         if not self.done:
@@ -129,9 +119,13 @@ class ScreenFacts:
         return type(index) is ast.Name and index.id in self.boolean
 
     def needed(self, node: ast.AST, candidates: Callable) -> str | None:
-        """The matcher of this module that may match at `node` (or needs to see it), or None."""
-        if not self.active:
-            return None
+        """The value matcher that may match at `node` (or needs to see it), or None. Each value
+        matcher's ast check asks (matchers.py), so the last answer is kept."""
+        if self.last[0] is not node:
+            self.last = (node, self._needed(node, candidates))
+        return self.last[1]
+
+    def _needed(self, node: ast.AST, candidates: Callable) -> str | None:
         t = type(node)
         if t is ast.Assert:
             return "host_read"
@@ -164,9 +158,7 @@ class ScreenFacts:
             if any(_last(a) in self.reaching for a in list(node.args) + [k.value for k in node.keywords]):
                 return "argparse_cuda_default"  # a use the option's finding depends on
             return None
-        from .screen import _chain
-
-        parts = _chain(func)
+        parts = ast_chain(func)
         if parts and any(q in DATA_PARALLEL for q in candidates(parts)):
             return "cuda_device_arg"
         return None
@@ -181,8 +173,8 @@ def _last(node: ast.AST) -> str | None:
 
 
 def _literalish(value: ast.AST) -> bool:
-    """A value a pattern, literal or string condition could match (python.py's string_shapes,
-    literal_value and _pattern_matches look into these)."""
+    """A value a pattern, literal or string condition could match (vocab.py's string_shapes
+    and literal_value, conditions.py's _pattern_matches look into these)."""
     if type(value) is ast.Call:
         return type(value.func) is ast.Name and value.func.id == "dict"
     return type(value) in (ast.Constant, ast.JoinedStr, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.List, ast.Tuple,

@@ -4,29 +4,18 @@ A rule sees `dist.init_process_group(backend=backend)`; the value that matters w
 lines up (`backend = "nccl"`), as a parameter default (`def setup(backend="nccl")`) or into an
 attribute (`args.dist_backend = "nccl"`). `ValueTracker` rides along python.py's walk and keeps,
 per function (and for the module), every value each name or dotted name was assigned so far, in
-source order; a condition that looks for a value (a pattern, a literal, a string) also tries those.
-Only one step is followed (`a = "x"; b = a` gives b the name a, not "x"), and every assignment
-counts (`if gpu: backend = "nccl" else: backend = "gloo"` can be nccl).
+source order; a condition that looks for a value (a pattern, a literal, a string) also tries those
+(conditions.py). Only one step is followed (`a = "x"; b = a` gives b the name a, not "x"), and every
+assignment counts (`if gpu: backend = "nccl" else: backend = "gloo"` can be nccl).
 
-It also holds the code matchers that need a value's origin (`pattern` clauses in rules/*.toml):
+The code matchers that need a value's origin (`cuda_device_arg`, `backend_setting`,
+`argparse_cuda_default`, `numpy_float64`, `batch_max_pad`, `host_read`) are registered in
+matchers.py, with their triggers and checks; they ask the tracker (the scanner's `values`) what a
+name carries, and use its readers below: `names_cuda`, `float64_array`, `batch_max`, `tensor_value`.
 
-- `cuda_device_arg`: DDP `device_ids`/`output_device` computed by a `torch.cuda.*` call, FSDP
-  `device_id` naming CUDA (a `cuda` string, `torch.device("cuda", i)`, a `torch.cuda.*` call),
-  directly or one assignment away. An integer index (`device_ids=[local_rank]`) is not flagged: it
-  resolves to the current accelerator.
-- `backend_setting`: `args.dist_backend = "nccl"` (an attribute named like a backend set to NCCL).
-- `argparse_cuda_default`: `add_argument("--device", default="cuda")` whose value reaches `.to()`
-  or `torch.device()` in the file.
-- `numpy_float64`: `torch.from_numpy` / `torch.as_tensor` / `torch.tensor` of a NumPy array built
-  without a dtype by a float64-by-default constructor (`np.linspace`, `np.zeros`, `np.random.rand`,
-  `np.arange` with a float step), and not cast right away (`.float()`, `.to(...)`).
-- `batch_max_pad`: a tensor created (or padded) to a size taken as the `max` over a batch
-  (`max(img.shape[-1] for img in images)`): every batch gets its own shape.
-- `host_read`: host reads the method rules do not see, for `within = "forward"`: an `assert` on a
-  tensor value, `torch.arange`/`linspace` sized by a tensor value, `int()`/`float()` of a tensor.
-
-And two precision checks python.py asks: whether a subscript is a lookup in a dict or by a string
-key (not boolean-mask indexing), and whether a dtype is only an entry of a dtype conversion table.
+And two precision checks the scanner asks: whether a subscript is a lookup in a dict or by a string
+key (not boolean-mask indexing, matchers.py's bool_mask_index), and whether a hit is inside a type
+annotation or is only an entry of a dtype conversion table (python.py's add).
 
 screen.py asks valuefacts.py's `ScreenFacts` which names may carry such values, so it keeps the
 regions they reach (its regions are cut only when nothing in them can match).
@@ -39,25 +28,24 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
-from .valuefacts import _CREATE_METHODS, _CUDA, DATA_PARALLEL, MATCHERS
+from .cstwalk import iter_subtree
+from .matchers import tensor_value_read
+from .valuefacts import CUDA_DEVICE
+from .vocab import dotted_parts, literal_value, load_libcst, string_shapes
+
+load_libcst()
 
 if TYPE_CHECKING:  # pragma: no cover
     from .python import PythonScanner
 
-_DEVICE_ARGS = (("device_ids", 1), ("output_device", 2), ("device_id", None))
 # NumPy constructors whose default dtype is float64.
 _NUMPY_FLOAT64 = frozenset({
     "numpy.linspace", "numpy.logspace", "numpy.geomspace", "numpy.zeros", "numpy.ones", "numpy.empty",
     "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform", "numpy.random.normal",
 })
-_TO_TENSOR = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
-_CASTS = frozenset({"float", "half", "bfloat16", "to", "type"})
-_CREATE = frozenset({"torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.nn.functional.pad"})
-_SIZED = frozenset({"torch.arange", "torch.linspace", "torch.logspace"})
 _NOT_TENSOR_CALLS = ("torch.Size", "torch.finfo", "torch.iinfo", "torch.cuda.", "torch.distributed.", "torch.get_",
                      "torch.device", "torch.dtype", "torch.is_", "torch.jit.", "torch.compiler.", "torch.backends.")
 _FLOAT_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float16", "torch.half", "torch.bfloat16"})
-_NCCL = re.compile(r"(?i).*nccl.*")
 _KEY_NAME = re.compile(r"(?i)(_key|_name|_type|_id|_kind|_str|keys?|names?)$")
 
 
@@ -73,10 +61,8 @@ def _chain_table(table: dict, t: type, fn: Callable) -> None:
         table[t] = both
 
 
-def _key(node: cst.CSTNode) -> str | None:
+def key_of(node: cst.CSTNode) -> str | None:
     """`x` -> "x", `args.dist_backend` -> "args.dist_backend"; None for anything else."""
-    from .python import dotted_parts
-
     parts = dotted_parts(node)
     return ".".join(parts) if parts else None
 
@@ -87,14 +73,7 @@ class ValueTracker:
         self.frames: list[tuple[str, dict[str, list]]] = [("module", {})]
         self.annotation = 0  # inside a type annotation: nothing there runs
         self.tables: set[int] = set()  # dtype nodes that are entries of a dtype conversion table
-        self.cast: set[int] = set()  # calls whose result is cast at once (`torch.from_numpy(a).float()`)
         self.busy = False  # following one step only
-        pats = scanner.idx.patterns
-        self.entries = {m: pats.get(m, ()) for m in MATCHERS}
-        # argparse_cuda_default: (dest, line, node, scope) candidates, and what reaches `.to()`.
-        self.cuda_defaults: list[tuple[str, int, cst.CSTNode, str]] = []
-        self.to_names: set[str] = set()
-        self.derived: dict[str, list] = {}  # name -> the values it was given (argparse_cuda_default)
         e, lv = scanner.enter, scanner.leave
         for t in (cst.FunctionDef, cst.ClassDef):
             _chain_table(e, t, self.enter_scope)
@@ -108,10 +87,6 @@ class ValueTracker:
         _chain_table(e, cst.Annotation, self.enter_annotation)
         _chain_table(lv, cst.Annotation, self.leave_annotation)
         _chain_table(e, cst.Dict, self.enter_dict)
-        if any(self.entries.values()):
-            _chain_table(e, cst.Call, self.enter_call)
-        if self.entries["host_read"]:
-            _chain_table(e, cst.Assert, self.enter_assert)
 
     # ------------------------------------------------------------------ what names were given
 
@@ -136,22 +111,18 @@ class ValueTracker:
         if value is None:
             return
         for target in targets:
-            key = _key(target)
+            key = key_of(target)
             if key is not None:
                 self.record(key, value)
-                if "." not in key and self.entries["argparse_cuda_default"]:
-                    self.derived.setdefault(key, []).append(value)  # read at the end, if an option needs it
-                if type(target) is cst.Attribute:
-                    self.check_backend_setting(target, value, line)
             elif type(target) in (cst.Tuple, cst.List):
                 for el in target.elements:
-                    k = _key(el.value)
+                    k = key_of(el.value)
                     if k is not None:
                         self.record(k, None)
 
     def enter_for(self, node: cst.For, line: int) -> None:
         """`for key in ("a_mask", "b_mask"):` gives key each element; anything else, no value."""
-        key = _key(node.target)
+        key = key_of(node.target)
         if key is None:
             return
         if type(node.iter) in (cst.List, cst.Tuple):
@@ -173,7 +144,7 @@ class ValueTracker:
 
     def travelled(self, value: cst.CSTNode) -> list[cst.CSTNode]:
         """The values a name or dotted name carries here (one step), without unknowns."""
-        key = _key(value)
+        key = key_of(value)
         return [v for v in self.lookup(key) if v is not None] if key else []
 
     def travels(self, value: cst.CSTNode, ok: Callable[[cst.CSTNode], bool]) -> bool:
@@ -187,13 +158,13 @@ class ValueTracker:
             self.busy = False
 
     def arg_travels(self, cond, value: cst.CSTNode) -> bool:
-        """python.py's value_matches for a condition that looks for a value, on what the name carries."""
+        """conditions.py's value test for a condition that looks for a value, on what the name carries."""
         if not (cond.pattern or cond.equals or cond.string):
             return False  # absence conditions (literal = false, ...) judge the expression as written
-        return self.travels(value, lambda v: self.s.value_matches(cond, v))
+        return self.travels(value, lambda v: self.s.conditions.value(cond, v))
 
     def keyword_travels(self, value: cst.CSTNode, clause) -> bool:
-        return self.travels(value, lambda v: self.s.keyword_value_matches(v, clause))
+        return self.travels(value, lambda v: self.s.conditions.keyword_value(v, clause))
 
     # ------------------------------------------------------------------ precision
 
@@ -212,7 +183,7 @@ class ValueTracker:
         for k, v in pairs:
             for side in (k, v):
                 if self.dtype_like(side):
-                    self.tables.update(id(n) for n in _subtree(side))
+                    self.tables.update(id(n) for n in iter_subtree(side))
 
     def dtype_like(self, node: cst.CSTNode) -> bool:
         if type(node) is cst.Call:
@@ -230,8 +201,6 @@ class ValueTracker:
         literal: indexing by a key, not by a boolean mask."""
         if type(index) is cst.Name and _KEY_NAME.search(index.value):
             return True
-        from .python import string_shapes
-
         if any(string_shapes(v) for v in self.travelled(index)):
             return True
         return any(type(v) in (cst.Dict, cst.DictComp, cst.List, cst.ListComp)
@@ -242,116 +211,29 @@ class ValueTracker:
         """`keep = labels != ignore_index` ... `logits[keep]`."""
         return type(expr) is cst.Name and self.travels(expr, looks_boolean)
 
-    # ------------------------------------------------------------------ matchers
-
-    def hit(self, matcher: str, line: int, node: cst.CSTNode, symbol: str) -> None:
-        for rule, clause in self.entries[matcher]:
-            self.s.add(rule, clause, line, node, symbol)
-
-    def enter_call(self, node: cst.Call, line: int) -> None:
-        s = self.s
-        if s.quiet:
-            return
-        func = node.func
-        q = s.resolve(func)[0] if type(func) in (cst.Name, cst.Attribute) else None
-        method = func.attr.value if type(func) is cst.Attribute else None
-        if method in _CASTS and (method != "to" or any(self.names_float(a.value) for a in node.args)):
-            self.cast.add(id(func.value))  # `.to(device)` keeps the dtype; `.to(torch.float32)` does not
-        if method == "to" or q == "torch.device":
-            for a in node.args:
-                k = _key(a.value)
-                if k:
-                    self.to_names.add(k)
-        if q is None:
-            if method == "add_argument" and self.entries["argparse_cuda_default"]:
-                self.check_argparse(node, line)
-            elif method in _CREATE_METHODS and self.entries["batch_max_pad"]:
-                self.check_batch_max(node, line, f".{method}()")
-            return
-        if q in DATA_PARALLEL and self.entries["cuda_device_arg"]:
-            self.check_device_args(node, q, line)
-        elif q in _TO_TENSOR and self.entries["numpy_float64"]:
-            self.check_numpy(node, q, line)
-        elif q in _CREATE and self.entries["batch_max_pad"]:
-            self.check_batch_max(node, line, q)
-        elif self.entries["host_read"]:
-            if q in _SIZED and any(self.tensor_value(a.value) for a in node.args if a.keyword is None):
-                self.hit("host_read", line, node, q)
-            elif q in ("builtins.int", "builtins.float") and len(node.args) == 1 and self.tensor_value(node.args[0].value):
-                self.hit("host_read", line, node, f"{q.split('.')[1]}()")
+    # ------------------------------------------------------------------ readers for matchers.py's value matchers
 
     def names_float(self, value: cst.CSTNode) -> bool:
         return type(value) in (cst.Name, cst.Attribute) and self.s.resolve(value)[0] in _FLOAT_DTYPES
 
-    def check_device_args(self, node: cst.Call, q: str, line: int) -> None:
-        from .python import find_arg
-        from ..catalog import ArgCond
-
-        for keyword, position in _DEVICE_ARGS:
-            if keyword == "device_id" and "DistributedDataParallel" in q:
-                continue
-            ddp = "DistributedDataParallel" in q
-            value = find_arg(node, ArgCond(keyword=keyword, position=position if ddp else None))
-            # DDP keeps only the index of what it is given (torch._utils._get_device_index), so
-            # "cuda:0" works there; a torch.cuda call does not. FSDP computes on the device it names.
-            if value is not None and self.names_cuda(value, calls_only=ddp):
-                self.hit("cuda_device_arg", line, node, f"{keyword}=")
-
     def names_cuda(self, value: cst.CSTNode, depth: int = 0, calls_only: bool = False) -> bool:
         """`torch.cuda.current_device()`, and unless `calls_only` `"cuda:0"` or
         `torch.device("cuda", i)`; in a list, or given to a name one assignment before."""
-        from .python import string_shapes
-
         t = type(value)
-        if not calls_only and any(_CUDA.fullmatch(v) for v in string_shapes(value)):
+        if not calls_only and any(CUDA_DEVICE.fullmatch(v) for v in string_shapes(value)):
             return True
         if t in (cst.List, cst.Tuple):
             return any(self.names_cuda(el.value, depth, calls_only) for el in value.elements)
         if t is cst.Call and type(value.func) in (cst.Name, cst.Attribute):
             q = self.s.resolve(value.func)[0]
             if q == "torch.device" and value.args and not calls_only:
-                return any(_CUDA.fullmatch(v) for v in string_shapes(value.args[0].value))
+                return any(CUDA_DEVICE.fullmatch(v) for v in string_shapes(value.args[0].value))
             return q is not None and q.startswith("torch.cuda.")
         if t in (cst.Name, cst.Attribute) and depth == 0:
             return any(self.names_cuda(v, 1, calls_only) for v in self.travelled(value))
         return False
 
-    def check_backend_setting(self, target: cst.Attribute, value: cst.CSTNode, line: int) -> None:
-        from .python import string_shapes
-
-        if self.entries["backend_setting"] and target.attr.value.lower().endswith("backend"):
-            if any(_NCCL.fullmatch(v) for v in string_shapes(value)):
-                self.hit("backend_setting", line, value, f"{_key(target)} = {string_shapes(value)[0]!r}")
-
-    def check_argparse(self, node: cst.Call, line: int) -> None:
-        from .python import literal_value, string_shapes
-
-        options = [literal_value(a.value) for a in node.args if a.keyword is None]
-        options = [o for o in options if isinstance(o, str)]
-        default = dest = None
-        for a in node.args:
-            if a.keyword is not None and a.keyword.value == "default":
-                default = a.value
-            elif a.keyword is not None and a.keyword.value == "dest":
-                dest = literal_value(a.value)
-        if default is None or not any(_CUDA.fullmatch(v) for v in string_shapes(default)):
-            return
-        if not isinstance(dest, str):
-            longs = [o for o in options if o.startswith("--")] or options
-            dest = longs[0].lstrip("-").replace("-", "_") if longs else None
-        if dest and "device" in dest.lower():
-            self.cuda_defaults.append((dest, line, default, self.s.scope_name()))
-
-    def check_numpy(self, node: cst.Call, q: str, line: int) -> None:
-        if not node.args or id(node) in self.cast or any(a.keyword and a.keyword.value == "dtype" for a in node.args):
-            return
-        first = node.args[0].value
-        if self.float64_array(first) or self.travels(first, self.float64_array):
-            self.hit("numpy_float64", line, node, q)
-
     def float64_array(self, value: cst.CSTNode) -> bool:
-        from .python import literal_value
-
         if type(value) is not cst.Call or type(value.func) not in (cst.Name, cst.Attribute):
             return False
         q = self.s.resolve(value.func)[0]
@@ -360,10 +242,6 @@ class ValueTracker:
         if q == "numpy.arange":  # float64 only with a float start, stop or step
             return any(isinstance(literal_value(a.value), float) for a in value.args)
         return q in _NUMPY_FLOAT64
-
-    def check_batch_max(self, node: cst.Call, line: int, symbol: str) -> None:
-        if any(self.batch_max(a.value) for a in node.args):
-            self.hit("batch_max_pad", line, node, symbol)
 
     def batch_max(self, value: cst.CSTNode, depth: int = 0) -> bool:
         """`max(x.shape[-1] for x in batch)`, in a size list or arithmetic, or given to a name (two
@@ -382,43 +260,17 @@ class ValueTracker:
         arg = value.args[0].value
         return type(arg) in (cst.GeneratorExp, cst.ListComp) and any(
             (type(n) is cst.Attribute and n.attr.value in ("shape", "size")) or (type(n) is cst.Name and n.value == "len")
-            for n in _subtree(arg)
+            for n in iter_subtree(arg)
         )
 
     def tensor_value(self, expr: cst.CSTNode) -> bool:
         """A tensor read as a Python number: a whole reduction (`x.max()`), `torch.*` of a tensor,
         but not `.item()`/`.tolist()` (their own rule reports them) nor sizes and shapes."""
         s = self.s
-        if s.tensor_value_read(expr) not in (None, ".item()"):
+        if tensor_value_read(s.names, expr) not in (None, ".item()"):
             return True
         t = type(expr)
         if t is cst.Call and type(expr.func) in (cst.Name, cst.Attribute):
             q = s.resolve(expr.func)[0]
             return q is not None and q.startswith("torch.") and not q.startswith(_NOT_TENSOR_CALLS)
         return False
-
-    def enter_assert(self, node: cst.Assert, line: int) -> None:
-        if self.s.quiet:
-            return
-        culprit = self.s.tensor_value_read(node.test)
-        if culprit is not None and culprit != ".item()":
-            self.hit("host_read", line, node, f"assert {culprit}")
-
-    def derives(self, name: str, attr: str) -> bool:
-        """`name` was given a value that reads `.attr` (`device = torch.device(args.device)`)."""
-        return any(type(n) is cst.Attribute and n.attr.value == attr for v in self.derived.get(name, ()) for n in _subtree(v))
-
-    def finish(self) -> list[tuple]:
-        """argparse_cuda_default: the options whose value reaches `.to()` / `torch.device()`."""
-        out = []
-        for dest, line, node, scope in self.cuda_defaults:
-            if any(k.endswith("." + dest) or self.derives(k, dest) for k in self.to_names):
-                for rule, clause in self.entries["argparse_cuda_default"]:
-                    out.append((rule, clause, line, node, f"--{dest.replace('_', '-')}", scope))
-        return out
-
-
-def _subtree(node: cst.CSTNode):
-    from .python import iter_subtree
-
-    return iter_subtree(node)

@@ -1,0 +1,119 @@
+"""What a clause asks of a value in the code, judged on libcst nodes: argument conditions
+(`args = [{ keyword = ..., equals/pattern/names/literal/string/maybe_none/int_like }]`) and a keyword
+clause's values. The screen's twins, on ast, over-approximate these (screen.py `_args_may`). A value
+a name was given a few lines up counts too (values.py: `backend = "nccl"` ... `init(backend)`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from ..catalog import ArgCond, Match, conds_hold
+from .pyindex import name_in
+from .scopes import Names
+from .vocab import NOT_LITERAL, dotted_parts, find_arg, literal_value, load_libcst, maybe_none, string_shapes
+
+load_libcst()
+
+if TYPE_CHECKING:
+    from .values import ValueTracker
+
+_INT_NAME = re.compile(
+    r"(?i)^(n|k|num\w*|n_\w+|\w*_?size|\w*_?dim|top_?k|\w*_len|\w*batch\w*|samples?|\w*groups?|\w*heads?"
+    r"|times|factor|repeat|n_?rep|\w*_count|count|\w*_num|\w*steps?|\w*width|\w*height|scale)$"
+)
+
+
+class Conditions:
+    def __init__(self, names: Names) -> None:
+        self.names = names
+        self.travel: ValueTracker | None = None  # the scanner's value tracker (values.py), once it has one
+
+    def args(self, call: cst.Call, conds: tuple[ArgCond, ...]) -> bool:
+        """A call's arguments meet a clause's `args` conditions."""
+        return conds_hold(conds, lambda cond: find_arg(call, cond), self.value)
+
+    def value(self, cond: ArgCond, value: cst.CSTNode) -> bool:
+        if self.travel is not None and self.travel.arg_travels(cond, value):
+            return True  # `backend = "nccl"` ... `init_process_group(backend)` (values.py)
+        lit = literal_value(value)
+        if cond.literal is not None and cond.literal == (lit is NOT_LITERAL):
+            return False
+        if cond.equals and not any(_same(lit, e) for e in cond.equals):
+            return False
+        if cond.pattern and not _pattern_matches(cond.pattern, value):
+            return False
+        if cond.names:
+            q, _ = self.names.resolve(value)
+            if q is None or not name_in(q, cond.names):
+                return False
+        if cond.string is not None and cond.string != bool(string_shapes(value)):
+            return False
+        if cond.maybe_none is not None and cond.maybe_none != maybe_none(value):
+            return False
+        return cond.int_like is None or cond.int_like == self.int_like(value)
+
+    def int_like(self, value: cst.CSTNode) -> bool:
+        """A Python int rather than a tensor, judged from the expression: a literal, a shape or
+        size, len(), or a count-like name (`num_heads`, `batch_size`, `self.n_rep`, `top_k`)."""
+        t = type(value)
+        lit = literal_value(value)
+        if lit is not NOT_LITERAL:
+            return isinstance(lit, int)
+        if t is cst.BinaryOperation:
+            return self.int_like(value.left) and self.int_like(value.right)
+        if t is cst.UnaryOperation:
+            return self.int_like(value.expression)
+        if t is cst.Subscript:
+            parts = dotted_parts(value.value)
+            return bool(parts) and parts[-1] == "shape"
+        if t is cst.Call:
+            q, _ = self.names.resolve(value.func) if type(value.func) in (cst.Name, cst.Attribute) else (None, False)
+            if q in ("builtins.len", "builtins.int", "builtins.round", "math.ceil", "math.floor", "math.prod"):
+                return True
+            return type(value.func) is cst.Attribute and value.func.attr.value in ("size", "dim", "numel", "item", "ndimension")
+        parts = dotted_parts(value)
+        return bool(parts) and bool(_INT_NAME.search(parts[-1]))
+
+    def keyword_value(self, value: cst.CSTNode, clause: Match) -> bool:
+        """A keyword argument's value is one a keyword clause asks for."""
+        lit = literal_value(value)
+        if clause.values and any(_same(lit, v) for v in clause.values):
+            return True
+        if clause.pattern and any(re.fullmatch(clause.pattern, v) for v in string_shapes(value)):
+            return True
+        if clause.value_names:
+            q, _ = self.names.resolve(value)
+            if q is not None and name_in(q, clause.value_names):
+                return True
+        return self.travel is not None and self.travel.keyword_travels(value, clause)  # values.py
+
+
+def bare_ok(conds: tuple[ArgCond, ...]) -> bool:
+    """A bare decorator (`@torch.compile`) is a call without arguments."""
+    return all(c.missing is True for c in conds)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _pattern_matches(pattern: str, value: cst.CSTNode) -> bool:
+    if any(re.fullmatch(pattern, s) for s in string_shapes(value)):
+        return True
+    if type(value) in (cst.List, cst.Tuple, cst.Set):
+        return any(_pattern_matches(pattern, el.value) for el in value.elements)
+    if type(value) is cst.Dict:  # `extra_compile_args={"nvcc": [...]}`
+        return any(
+            _pattern_matches(pattern, el.key) or _pattern_matches(pattern, el.value)
+            for el in value.elements if type(el) is cst.DictElement
+        )
+    if type(value) is cst.Call and dotted_parts(value.func) == ["dict"]:  # `dict(nvcc=[...])`
+        return any(
+            (a.keyword is not None and re.fullmatch(pattern, a.keyword.value)) or _pattern_matches(pattern, a.value)
+            for a in value.args
+        )
+    return False

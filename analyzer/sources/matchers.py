@@ -1,0 +1,551 @@
+"""The code matchers that `kind = "pattern"` clauses name, each in one place: its trigger strings
+(the text prefilter, pyindex.py), its libcst check (run by the scanner, python.py) and its ast
+check (run by the screen, screen.py, which must over-approximate the libcst check).
+
+To add a matcher: subclass Matcher here (name, triggers, the libcst events it needs, `screen_nodes`
+and `may`), register it in MATCHERS, and name it in a rule's `matcher`. The scanner makes one
+instance per file, so its state is the file's; it calls only the events a matcher overrides.
+
+The value matchers (a value's origin matters: `device_ids=[torch.cuda.current_device()]`, a NumPy
+float64 array turned into a tensor) read what names were given from the scanner's value tracker
+(values.py); their ast checks ask the screen's `travel` (valuefacts.py). `config_precision` matches
+training configs, not code (configvalues.py); it is registered here so rules may name it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from . import vocab
+from .configvalues import MATCHER as CONFIG_PRECISION
+from .valuefacts import _CREATE_METHODS, CUDA_DEVICE, DATA_PARALLEL
+from .vocab import dotted_parts, literal_value, string_shapes
+
+if TYPE_CHECKING:
+    from .python import PythonScanner
+    from .scopes import Names
+    from .screen import _Screen
+    from .valuefacts import ScreenFacts
+
+_DEVICE_CUDA = r"cuda(:\d+)?"
+# Calls that read a tensor's value into Python (in an if / while test, that is a graph break).
+_TORCH_READS = frozenset({
+    "torch.any", "torch.all", "torch.equal", "torch.allclose", "torch.is_nonzero",
+    "torch.count_nonzero", "torch.isnan", "torch.isinf", "torch.isfinite",
+})
+_READ_METHODS = frozenset({"any", "all", "item", "count_nonzero"})
+_REDUCTIONS = frozenset({"sum", "max", "min", "mean", "norm"})  # read back only without arguments
+_READ_ATTRS = _READ_METHODS | _REDUCTIONS
+# On the XLA path a training step must end in a graph cut; any of these provides one.
+_XLA_STEP_CALLS = frozenset({
+    "torch_xla.core.xla_model.mark_step",
+    "torch_xla.core.xla_model.optimizer_step",
+    "torch_xla.sync",
+    "torch_xla.step",
+    "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+    "torch_xla.distributed.parallel_loader.ParallelLoader",
+})
+# Calls (by their last name) from which the scanner learns a file trains or cuts XLA steps.
+_STEP_NAMES = frozenset({"backward", "mark_step", "optimizer_step", "sync", "step", "MpDeviceLoader", "ParallelLoader"})
+_NOT_BOOLEAN_OPS = (ast.In, ast.NotIn, ast.Is, ast.IsNot)
+
+Entries = list  # [(Rule, Match)]: the clauses of the active catalog that name a matcher
+
+
+class Matcher:
+    """A code matcher. Subclasses override the libcst events they need; each is called with the
+    node, and the line the scanner is at, for the matchers the active catalog uses."""
+
+    name: ClassVar[str]
+    triggers: ClassVar[tuple[str, ...]]  # a file with none of these strings cannot match; (): no Python file can
+    screen_nodes: ClassVar[tuple[type, ...]] = ()  # ast nodes `may` judges; none: the screen keeps every file
+
+    def __init__(self, scan: PythonScanner, entries: Entries) -> None:
+        self.scan = scan
+        self.entries = entries
+
+    def report(self, line: int, node: Any, symbol: str) -> None:
+        for rule, clause in self.entries:
+            self.scan.add(rule, clause, line, node, symbol)
+
+    # ---------------------------------------------------------------- libcst events
+    def subscript(self, node: Any, line: int) -> None:
+        """An `x[...]` read or written, outside import statements."""
+
+    def test(self, expr: Any, line: int) -> None:
+        """The test of an `if`, `while` or conditional expression, or an argument of `range()`."""
+
+    def assign(self, target: Any, value: Any, line: int) -> None:
+        """One target of an assignment (or annotated assignment with a value)."""
+
+    def call(self, node: Any, callee: str | None, line: int) -> None:
+        """A call, with its callee's qualified name when it resolves."""
+
+    def assertion(self, node: Any, line: int) -> None:
+        """An `assert` statement."""
+
+    def backward(self, node: Any, line: int) -> None:
+        """A backward() call, before the scanner marks the enclosing scope as training."""
+
+    def function(self, node: Any) -> None:
+        """A `def`, entered (its decorators resolve in the enclosing scope)."""
+
+    def finish(self) -> None:
+        """The end of the file."""
+
+    # ---------------------------------------------------------------- ast
+    @staticmethod
+    def may(screen: _Screen, node: ast.AST, entries: Entries) -> bool:
+        """Could the libcst check report something at `node` (one of `screen_nodes`)? Never False on a guess."""
+        return True
+
+
+# ---------------------------------------------------------------------------------- the matchers
+
+class BoolMaskIndex(Matcher):
+    """`x[mask]`, `x[x > 0]`: boolean-mask indexing, a data-dependent shape."""
+
+    name = "bool_mask_index"
+    triggers = ("mask", "[", ">", "<", "==")
+    screen_nodes = (ast.Subscript,)
+
+    def subscript(self, node, line):
+        scan = self.scan
+        if id(node) in scan.store or len(node.slice) != 1:
+            return
+        sl = node.slice[0].slice
+        if type(sl) is vocab.cst.Index and self.looks_boolean(sl.value) and not scan.values.not_a_mask(node, sl.value):
+            self.report(line, node, vocab.short_code(node))
+
+    def looks_boolean(self, expr) -> bool:
+        cst = vocab.cst
+        t = type(expr)
+        if t is cst.Comparison:
+            return all(type(c.operator) not in (cst.In, cst.NotIn, cst.Is, cst.IsNot) for c in expr.comparisons)
+        if t is cst.UnaryOperation and type(expr.operator) is cst.BitInvert:
+            return True
+        if t is cst.BinaryOperation and type(expr.operator) in (cst.BitAnd, cst.BitOr):
+            return self.looks_boolean(expr.left) or self.looks_boolean(expr.right)
+        if t is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "bool":
+            return True
+        if self.scan.values.boolean_travels(expr, self.looks_boolean):
+            return True  # `keep = labels != ignore_index` ... `logits[keep]` (values.py)
+        parts = dotted_parts(expr)
+        if parts and "mask" in parts[-1].lower():
+            b = self.scan.names.lookup(parts[0])
+            return b is None or b.qualname is None
+        return False
+
+    @staticmethod
+    def may(screen, node, entries):
+        return _maybe_boolean(node.slice, screen.travel) and screen.any_may(entries)
+
+
+def _maybe_boolean(index: ast.AST, travel: ScreenFacts) -> bool:
+    """looks_boolean on a subscript's single index (a name with "mask" in it counts whatever it is
+    bound to, and so does a name given a boolean expression: valuefacts.py)."""
+    t = type(index)
+    if t is ast.Tuple and len(index.elts) == 1:  # `x[m > 0,]` has one index, as libcst sees it
+        return _maybe_boolean(index.elts[0], travel)
+    if t is ast.Compare:
+        return all(type(op) not in _NOT_BOOLEAN_OPS for op in index.ops)
+    if t is ast.UnaryOp:
+        return type(index.op) is ast.Invert
+    if t is ast.BinOp:
+        return type(index.op) in (ast.BitAnd, ast.BitOr) and (
+            _maybe_boolean(index.left, travel) or _maybe_boolean(index.right, travel))
+    if t is ast.Call:
+        return type(index.func) is ast.Attribute and index.func.attr == "bool"
+    parts = vocab.ast_chain(index)
+    return bool(parts) and "mask" in parts[-1].lower() or travel.may_be_boolean(index)
+
+
+class TensorControlFlow(Matcher):
+    """`if (x > 0).any():`, `while loss.item() > t:`: Python control flow on a tensor's value."""
+
+    name = "tensor_control_flow"
+    triggers = ("any(", "all(", "item(", ".sum(", ".max(", ".min(", ".mean(", "equal(", "allclose(")
+    screen_nodes = (ast.If, ast.While, ast.IfExp, ast.For, ast.AsyncFor)
+
+    def test(self, expr, line):
+        culprit = tensor_value_read(self.scan.names, expr)
+        if culprit is not None:
+            self.report(line, expr, culprit)
+
+    @staticmethod
+    def may(screen, node, entries):
+        t = type(node)
+        if t is ast.For or t is ast.AsyncFor:
+            test = node.iter
+            if type(test) is not ast.Call:
+                return False
+        else:
+            test = node.test
+        return _reads_value(screen, test) and screen.any_may(entries)
+
+
+def tensor_value_read(names: Names, expr) -> str | None:
+    """A call in `expr` that reads a tensor's value into Python, e.g. `(x > 0).any()` (libcst)."""
+    from .cstwalk import iter_subtree
+
+    cst = vocab.cst
+    for n in iter_subtree(expr):
+        if type(n) is not cst.Call:
+            continue
+        func = n.func
+        q, _ = names.resolve(func) if type(func) in (cst.Name, cst.Attribute) else (None, False)
+        if q is not None:
+            if q in _TORCH_READS:
+                return q
+            continue
+        if type(func) is cst.Attribute and func.attr.value in _READ_ATTRS:
+            if func.attr.value in _REDUCTIONS and n.args:
+                continue  # `.sum(dim)` and friends return tensors; only whole reductions are read back
+            return f".{func.attr.value}()"
+    return None
+
+
+def _reads_value(screen: _Screen, test: ast.AST) -> bool:
+    """tensor_value_read on ast: a call in a test that may read a tensor's value."""
+    for n in screen.walk(test):
+        if type(n) is not ast.Call:
+            continue
+        func = n.func
+        if type(func) is ast.Attribute:
+            if func.attr in _READ_METHODS or (func.attr in _REDUCTIONS and not n.args and not n.keywords):
+                return True
+        parts = vocab.ast_chain(func)
+        if parts and any(q in _TORCH_READS for q in screen.candidates(parts)):
+            return True
+    return False
+
+
+class TritonLaunch(Matcher):
+    """`kernel[grid](...)`: a launch of a Triton kernel defined in this file, or named like one
+    (kernels are often defined in a sibling module)."""
+
+    name = "triton_launch"
+    triggers = ("](",)
+    screen_nodes = (ast.Call,)
+
+    def __init__(self, scan, entries):
+        super().__init__(scan, entries)
+        self.kernel_names: set[str] = set()
+        self.launches: list[tuple[str, int, Any, str, bool]] = []
+
+    def function(self, node):
+        for d in node.decorators:
+            expr = d.decorator
+            q, _ = self.scan.names.resolve(expr.func if type(expr) is vocab.cst.Call else expr)
+            if q is not None and q.startswith("triton."):
+                self.kernel_names.add(node.name.value)
+                return
+
+    def call(self, node, callee, line):
+        func = node.func
+        if type(func) is not vocab.cst.Subscript:
+            return
+        parts = dotted_parts(func.value)
+        index = func.slice[0].slice if len(func.slice) == 1 else None
+        keyed = type(index) is vocab.cst.Index and isinstance(literal_value(index.value), str)
+        if parts and not keyed:  # `kernels["rms"](x)` looks a kernel up; `k[grid](x)` launches one
+            scan = self.scan
+            guarded = scan.guards.in_kernel_guard(scan.names.scopes) or id(node) in scan.guards.ifexp_arms
+            self.launches.append((parts[-1], line, node, scan.names.scope_name(), guarded))
+
+    def finish(self):
+        for name, line, node, scope, guarded in self.launches:
+            if name in self.kernel_names or "kernel" in name.lower():
+                for rule, clause in self.entries:
+                    self.scan.emit(rule, clause, line, node, name, scope, rule.fallback and guarded)
+
+    @staticmethod
+    def may(screen, node, entries):
+        func = node.func
+        if type(func) is not ast.Subscript:
+            return False
+        parts = vocab.ast_chain(func.value)
+        launch = bool(parts) and ("kernel" in parts[-1].lower() or parts[-1] in screen.decorated)
+        return launch and screen.any_may(entries)
+
+
+class XlaStepWithoutMarkStep(Matcher):
+    """A training step (backward()) in a file that never cuts the XLA graph (mark_step and friends)."""
+
+    name = "xla_step_without_mark_step"
+    triggers = ("backward",)
+    screen_nodes = (ast.Call,)
+
+    def __init__(self, scan, entries):
+        super().__init__(scan, entries)
+        self.marks_step = False
+        self.sites: list[tuple[int, Any, str]] = []  # the first backward() of each training scope
+
+    def backward(self, node, line):
+        names = self.scan.names
+        if not names.scope.trains:
+            self.sites.append((line, node, names.scope_name()))
+
+    def call(self, node, callee, line):
+        if callee in _XLA_STEP_CALLS:
+            self.marks_step = True
+
+    def finish(self):
+        if self.marks_step:
+            return
+        for rule, clause in self.entries:
+            for line, node, scope in self.sites:
+                self.scan.emit(rule, clause, line, node, "backward()", scope, False)
+
+    @staticmethod
+    def may(screen, node, entries):
+        # A file-wide fact: any region with such a call stays, whatever the clause conditions.
+        func = node.func
+        name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+        return name in _STEP_NAMES
+
+
+class DeviceString(Matcher):
+    """`device = "cuda"`, `self.device = f"cuda:{rank}"`: a CUDA device chosen by name."""
+
+    name = "device_string"
+    triggers = ("cuda",)
+    screen_nodes = (ast.Assign, ast.AnnAssign)
+
+    def assign(self, target, value, line):
+        parts = dotted_parts(target)
+        if not parts or "device" not in parts[-1].lower():
+            return
+        if any(re.fullmatch(_DEVICE_CUDA, v) for v in string_shapes(value)):
+            self.report(line, value, vocab.short_code(value))
+
+    @staticmethod
+    def may(screen, node, entries):
+        if node.value is None:
+            return False
+        targets = node.targets if type(node) is ast.Assign else [node.target]
+        if not any((p := vocab.ast_chain(tg)) and "device" in p[-1].lower() for tg in targets):
+            return False
+        return vocab.fullmatch_may(_DEVICE_CUDA, vocab.ast_shapes(node.value)) and screen.any_may(entries)
+
+
+# ---------------------------------------------------------------------------------- values that travel
+
+class _ValueMatcher(Matcher):
+    """A matcher that follows values (values.py). Its ast check: valuefacts.py's ScreenFacts names
+    the one value matcher a node may concern."""
+
+    @classmethod
+    def may(cls, screen, node, entries):
+        return screen.travel.needed(node, screen.candidates) == cls.name and screen.any_may(entries)
+
+
+_DEVICE_ARGS = (("device_ids", 1), ("output_device", 2), ("device_id", None))
+
+
+class CudaDeviceArg(_ValueMatcher):
+    """DDP `device_ids`/`output_device` computed by a `torch.cuda.*` call, FSDP `device_id` naming
+    CUDA (a `cuda` string, `torch.device("cuda", i)`, a `torch.cuda.*` call), directly or one
+    assignment away. An integer index (`device_ids=[local_rank]`) resolves to the current accelerator."""
+
+    name = "cuda_device_arg"
+    triggers = ("device_id", "output_device")
+    screen_nodes = (ast.Call,)
+
+    def call(self, node, callee, line):
+        if callee not in DATA_PARALLEL:
+            return
+        from ..catalog import ArgCond
+
+        ddp = "DistributedDataParallel" in callee
+        for keyword, position in _DEVICE_ARGS:
+            if keyword == "device_id" and ddp:
+                continue
+            value = vocab.find_arg(node, ArgCond(keyword=keyword, position=position if ddp else None))
+            # DDP keeps only the index of what it is given (torch._utils._get_device_index), so
+            # "cuda:0" works there; a torch.cuda call does not. FSDP computes on the device it names.
+            if value is not None and self.scan.values.names_cuda(value, calls_only=ddp):
+                self.report(line, node, f"{keyword}=")
+
+
+_NCCL = re.compile(r"(?i).*nccl.*")
+
+
+class BackendSetting(_ValueMatcher):
+    """`args.dist_backend = "nccl"`: an attribute named like a backend set to NCCL."""
+
+    name = "backend_setting"
+    triggers = ("backend",)
+    screen_nodes = (ast.Assign,)
+
+    def assign(self, target, value, line):
+        if type(target) is not vocab.cst.Attribute or not target.attr.value.lower().endswith("backend"):
+            return
+        parts = dotted_parts(target)
+        shapes = string_shapes(value)
+        if parts and any(_NCCL.fullmatch(v) for v in shapes):
+            self.report(line, value, f"{'.'.join(parts)} = {shapes[0]!r}")
+
+
+class ArgparseCudaDefault(_ValueMatcher):
+    """`add_argument("--device", default="cuda")` whose value reaches `.to()` or `torch.device()`
+    in the file (decided at its end)."""
+
+    name = "argparse_cuda_default"
+    triggers = ("add_argument",)
+    screen_nodes = (ast.Call, ast.Assign)
+
+    def __init__(self, scan, entries):
+        super().__init__(scan, entries)
+        self.options: list[tuple[str, int, Any, str]] = []  # (dest, line, default node, scope)
+        self.to_names: set[str] = set()  # what `.to()` and `torch.device()` are given
+        self.derived: dict[str, list] = {}  # name -> the values it was given
+
+    def assign(self, target, value, line):
+        parts = dotted_parts(target)
+        if parts and len(parts) == 1:
+            self.derived.setdefault(parts[0], []).append(value)
+
+    def call(self, node, callee, line):
+        func = node.func
+        method = func.attr.value if type(func) is vocab.cst.Attribute else None
+        if method == "to" or callee == "torch.device":
+            for a in node.args:
+                parts = dotted_parts(a.value)
+                if parts:
+                    self.to_names.add(".".join(parts))
+        if callee is None and method == "add_argument":
+            self.option(node, line)
+
+    def option(self, node, line):
+        options = [literal_value(a.value) for a in node.args if a.keyword is None]
+        options = [o for o in options if isinstance(o, str)]
+        default = dest = None
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "default":
+                default = a.value
+            elif a.keyword is not None and a.keyword.value == "dest":
+                dest = literal_value(a.value)
+        if default is None or not any(CUDA_DEVICE.fullmatch(v) for v in string_shapes(default)):
+            return
+        if not isinstance(dest, str):
+            longs = [o for o in options if o.startswith("--")] or options
+            dest = longs[0].lstrip("-").replace("-", "_") if longs else None
+        if dest and "device" in dest.lower():
+            self.options.append((dest, line, default, self.scan.names.scope_name()))
+
+    def derives(self, name: str, attr: str) -> bool:
+        """`name` was given a value that reads `.attr` (`device = torch.device(args.device)`)."""
+        from .cstwalk import iter_subtree
+
+        return any(type(n) is vocab.cst.Attribute and n.attr.value == attr
+                   for v in self.derived.get(name, ()) for n in iter_subtree(v))
+
+    def finish(self):
+        for dest, line, node, scope in self.options:
+            if any(k.endswith("." + dest) or self.derives(k, dest) for k in self.to_names):
+                for rule, clause in self.entries:
+                    self.scan.emit(rule, clause, line, node, f"--{dest.replace('_', '-')}", scope, False)
+
+
+_TO_TENSOR = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
+_CASTS = frozenset({"float", "half", "bfloat16", "to", "type"})
+
+
+class NumpyFloat64(_ValueMatcher):
+    """`torch.from_numpy` / `torch.as_tensor` / `torch.tensor` of a NumPy array built without a dtype
+    by a float64-by-default constructor (`np.linspace`, `np.zeros`, `np.arange` with a float step),
+    and not cast right away (`.float()`, `.to(torch.float32)`)."""
+
+    name = "numpy_float64"
+    triggers = ("from_numpy", "as_tensor", "tensor(")
+    screen_nodes = (ast.Call,)
+
+    def __init__(self, scan, entries):
+        super().__init__(scan, entries)
+        self.cast: set[int] = set()  # calls whose result is cast at once (`torch.from_numpy(a).float()`)
+
+    def call(self, node, callee, line):
+        func = node.func
+        values = self.scan.values
+        if type(func) is vocab.cst.Attribute and func.attr.value in _CASTS:
+            # `.to(device)` keeps the dtype; `.to(torch.float32)` does not. (The outer call comes first.)
+            if func.attr.value != "to" or any(values.names_float(a.value) for a in node.args):
+                self.cast.add(id(func.value))
+        if callee not in _TO_TENSOR or not node.args or id(node) in self.cast:
+            return
+        if any(a.keyword and a.keyword.value == "dtype" for a in node.args):
+            return
+        first = node.args[0].value
+        if values.float64_array(first) or values.travels(first, values.float64_array):
+            self.report(line, node, callee)
+
+
+_CREATE = frozenset({"torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.nn.functional.pad"})
+
+
+class BatchMaxPad(_ValueMatcher):
+    """A tensor created (or padded) to a size taken as the `max` over a batch
+    (`max(img.shape[-1] for img in images)`): every batch gets its own shape."""
+
+    name = "batch_max_pad"
+    triggers = ("max(",)
+    screen_nodes = (ast.Call,)
+
+    def call(self, node, callee, line):
+        if callee is None:
+            func = node.func
+            if type(func) is not vocab.cst.Attribute or func.attr.value not in _CREATE_METHODS:
+                return
+            symbol = f".{func.attr.value}()"
+        elif callee in _CREATE:
+            symbol = callee
+        else:
+            return
+        if any(self.scan.values.batch_max(a.value) for a in node.args):
+            self.report(line, node, symbol)
+
+
+_SIZED = frozenset({"torch.arange", "torch.linspace", "torch.logspace"})
+
+
+class HostRead(_ValueMatcher):
+    """Host reads the method rules do not see, for `within = "forward"`: an `assert` on a tensor
+    value, `torch.arange`/`linspace` sized by a tensor value, `int()`/`float()` of a tensor."""
+
+    name = "host_read"
+    triggers = ("assert", "int(", "float(", "arange(", "linspace(")
+    screen_nodes = (ast.Call, ast.Assert)
+
+    def call(self, node, callee, line):
+        values = self.scan.values
+        if callee in _SIZED:
+            if any(values.tensor_value(a.value) for a in node.args if a.keyword is None):
+                self.report(line, node, callee)
+        elif callee in ("builtins.int", "builtins.float") and len(node.args) == 1:
+            if values.tensor_value(node.args[0].value):
+                self.report(line, node, f"{callee.split('.')[1]}()")
+
+    def assertion(self, node, line):
+        culprit = tensor_value_read(self.scan.names, node.test)
+        if culprit is not None and culprit != ".item()":
+            self.report(line, node, f"assert {culprit}")
+
+
+class ConfigPrecision(Matcher):
+    """FP16 or loss scaling chosen in a training config: matched in config files
+    (sources/__init__.py with configvalues.py), never in Python, so it has no triggers and no checks."""
+
+    name = CONFIG_PRECISION
+    triggers = ()
+
+
+# The registry: a rule's `matcher` names one of these. Order is the order of their end-of-file hits.
+MATCHERS: dict[str, type[Matcher]] = {
+    m.name: m for m in (
+        BoolMaskIndex, TensorControlFlow, TritonLaunch, XlaStepWithoutMarkStep, DeviceString,
+        CudaDeviceArg, BackendSetting, ArgparseCudaDefault, NumpyFloat64, BatchMaxPad, HostRead, ConfigPrecision,
+    )
+}
