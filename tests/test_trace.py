@@ -108,12 +108,12 @@ def test_fft_is_unsupported_and_complex(traced):
     result, findings, summary = traced("spectral")
     path = f"{MODELS}/spectral.py"
     assert at(findings, "NR1601") == [(path, 14), (path, 15)]
-    assert (path, 14) in at(findings, "NR1208")  # complex tensors
+    assert (path, 14) in at(findings, "NR1213")  # complex tensors: decomposed on native, verify
     unsupported = {e["op"]: e for e in summary["ops"]["unsupported_operators"]}
     assert set(unsupported) == {"aten::_fft_c2r", "aten::_fft_r2c"}
     restricted = {e["op"]: e for e in summary["ops"]["restricted_operators"]}
     assert "NR1213" in restricted["aten::view_as_real"]["rules"]  # in backward; native decomposes complex ops: verify
-    assert unsupported["aten::_fft_r2c"]["rules"] == ["NR1208", "NR1601"]  # an FFT, on complex tensors
+    assert unsupported["aten::_fft_r2c"]["rules"] == ["NR1213", "NR1601"]  # an FFT, on complex tensors
     assert f"{path}:15" in unsupported["aten::_fft_r2c"]["calls"]  # irfft's backward is an r2c FFT
     irfft = next(f for f in findings if f.rule == "NR1601" and f.line == 15)
     assert irfft.details["phases"] == ["backward", "forward"]

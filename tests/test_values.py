@@ -99,7 +99,7 @@ def test_annotations_and_dtype_tables_do_nothing():
         NAMES = {"fp16": torch.float16}
     ''')
     rules = {r for _, r, _ in found}
-    assert "NR1016" not in rules and "NR1208" not in rules
+    assert "NR1016" not in rules and "NR1208" not in rules and "NR1213" not in rules
     assert lines_of(found, "NR1205") == [9]  # a name-to-dtype choice is still a choice of FP16
 
 
