@@ -310,6 +310,12 @@ def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | 
     return None
 
 
+# codefacts' conditions a capability decides: an unknown test (`cap`) and a CUDA device check; and
+# the branch of a CUDA check that runs only on a CUDA device.
+_CAPABILITY_CONDS = (["cap"], ["cuda"], ["not", ["cuda"]])
+_CUDA_ONLY_BRANCHES = ((["cuda"], "body"), (["not", ["cuda"]], "else"))
+
+
 def in_fallback(code: dict, index: int) -> str | None:
     """Whether a region (or one around it) is the GPU branch of a check with a PyTorch path beside it:
     "auto" for a capability check (false on Trainium by itself: `HAS_TRITON`, `x.is_cuda`), "switch"
@@ -318,7 +324,7 @@ def in_fallback(code: dict, index: int) -> str | None:
     seen = 0
     while 0 <= index < len(regions) and seen < 50:
         if len(regions[index]) > 6 and regions[index][6]:
-            return "auto" if regions[index][2] in (["cap"], ["cuda"], ["not", ["cuda"]]) else "switch"
+            return "auto" if regions[index][2] in _CAPABILITY_CONDS else "switch"
         index = regions[index][4]
         seen += 1
     return None
@@ -328,14 +334,20 @@ def _has_train(cond: list) -> bool:
     return cond[:1] == ["train"] or any(isinstance(x, list) and _has_train(x) for x in cond[1:])
 
 
+def innermost_region(code: dict, line: int, keep=lambda region: True) -> int | None:
+    """The index of the innermost region holding `line` (of those `keep` accepts)."""
+    best, best_span = None, None
+    for i, region in enumerate(code.get("regions", ())):
+        start, end = region[0], region[1]
+        if start <= line <= end and keep(region) and (best_span is None or end - start <= best_span):
+            best, best_span = i, end - start
+    return best
+
+
 def line_gate(code: dict, line: int, rel: str, defaults: Defaults) -> Gate | None:
     """The gate of the innermost condition region holding `line`."""
-    best = -1
-    best_span = None
-    for i, (start, end, *_rest) in enumerate(code.get("regions", ())):
-        if start <= line <= end and (best_span is None or end - start <= best_span):
-            best, best_span = i, end - start
-    return region_gate(code, best, rel, defaults) if best >= 0 else None
+    best = innermost_region(code, line)
+    return region_gate(code, best, rel, defaults) if best is not None else None
 
 
 # ------------------------------------------------------------------------------------------ graph
@@ -703,12 +715,14 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
             if len(words) > 1:
                 family.setdefault(f"*{words[-1]}", []).append(node)
     for base, members in family.items():
-        if len(set(members)) >= FAMILY_MIN:
-            bname = base.rpartition("::")[2] if "::" in base else base[2:] if base[:2] == "q:" else base
-            for m in members:
-                cname = m.rpartition("::")[2]
-                kind = f"classes named `{bname}`" if bname.startswith("*") else f"subclasses of `{bname}`"
-                out.setdefault(m, Gate(cname, f"only when the user picks `{cname}` (one of {len(set(members))} {kind})"))
+        n = len(set(members))
+        if n < FAMILY_MIN:
+            continue
+        bname = base.rpartition("::")[2] if "::" in base else base[2:] if base[:2] == "q:" else base
+        kind = f"classes named `{bname}`" if bname.startswith("*") else f"subclasses of `{bname}`"
+        for m in members:
+            cname = m.rpartition("::")[2]
+            out.setdefault(m, Gate(cname, f"only when the user picks `{cname}` (one of {n} {kind})"))
     return out
 
 
@@ -875,16 +889,6 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     return ctx
 
 
-def _cuda_region(code: dict, line: int) -> int | None:
-    """The innermost branch around a line that runs only on a CUDA device (codefacts' `["cuda"]`)."""
-    best, span = None, None
-    for i, (start, end, cond, branch, *_rest) in enumerate(code.get("regions", ())):
-        if start <= line <= end and (cond, branch) in ((["cuda"], "body"), (["not", ["cuda"]], "else")):
-            if span is None or end - start < span:
-                best, span = i, end - start
-    return best
-
-
 def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str]) -> None:
     """Device housekeeping (synchronize, memory statistics, TF32 and cuDNN flags, CUDA graphs) in a
     branch that runs only on a CUDA device (`if x.is_cuda:`, `if torch.cuda.is_available():`) is
@@ -895,7 +899,7 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str]) ->
         code = (info_by[f.path].facts.get("code") or {}) if f.path in info_by else {}
         if f.context not in ("step", "opt-in", "evaluation") or not code.get("regions"):
             continue
-        r = _cuda_region(code, f.line)
+        r = innermost_region(code, f.line, lambda region: (region[2], region[3]) in _CUDA_ONLY_BRANCHES)
         if r is not None:
             regions.setdefault((f.path, r), []).append(f)
     for (path, r), fs in sorted(regions.items(), key=lambda kv: kv[0]):

@@ -91,13 +91,23 @@ FAMILY_TITLES = {
 CUDA_FILE = ("cuda-kernel", "cuda-host")  # per-file CUDA/C++ findings with kernel counts and lines
 
 
+def _words(text: str) -> list[str]:
+    """`_chunk_scan_fwd_kernel` -> ["chunk", "scan", "fwd", "kernel"]."""
+    return [t for t in re.split(r"[_\W]+", text.lower()) if t]
+
+
+def _folder_words(paths) -> set[str]:
+    """The words of the folders these files sit in."""
+    return {t for p in paths for part in PurePosixPath(p).parts[:-1] for t in _words(part)}
+
+
 def op_stem(name: str, path: str = "") -> str:
     """The op a kernel implements: `_chunk_scan_fwd_kernel` and `chunk_scan_bwd_kernel_fp16` are
     `chunk_scan`; a name that is all noise stays itself. Tokens naming the kernel's own folders are
     dropped too, so copies of one kernel per model (`ops/gla/chunk.py: chunk_gla_fwd_kernel_o`,
     `ops/gsa/chunk.py: chunk_gsa_fwd_kernel_o`) are one op."""
-    tokens = [t for t in re.split(r"[_\W]+", name.lower()) if t]
-    folders = {t for part in PurePosixPath(path).parts[:-1] for t in re.split(r"[_\W]+", part.lower()) if t}
+    tokens = _words(name)
+    folders = _folder_words([path])
     kept = [t for t in tokens if t not in _OP_NOISE and not t.isdigit() and t not in folders]
     return "_".join(kept) or "_".join(t for t in tokens if t not in _OP_NOISE) or "_".join(tokens) or name
 
@@ -107,7 +117,7 @@ def reference_stems(def_names) -> frozenset[str]:
     `reference_rmsnorm`, `naive_attention`, `selective_scan_torch` (tests included)."""
     out = set()
     for name in def_names:
-        tokens = [t for t in re.split(r"[_\W]+", name.lower()) if t]
+        tokens = _words(name)
         if not any(t in _REFERENCE_MARKS for t in tokens):
             continue
         if {"op", "ops", "fake", "library"} & set(tokens):
@@ -125,7 +135,7 @@ def has_reference(op: str, references: frozenset[str], paths=()) -> bool:
     `causal_conv1d_channellast`)."""
     if op in references:
         return True
-    folders = {t for p in paths for part in PurePosixPath(p).parts[:-1] for t in re.split(r"[_\W]+", part.lower()) if t}
+    folders = _folder_words(paths)
     for r in references:
         if r.endswith("_" + op) and set(r[: -len(op) - 1].split("_")) <= folders:
             return True

@@ -557,7 +557,8 @@ def launch_facts(name: str, text: str) -> dict:
     variables: dict[str, str] = {}
     launches: list[dict] = []
     programs: list[dict] = []
-    for c in _commands(dialect, text, variables):
+    commands = _commands(dialect, text, variables)
+    for c in commands:
         if c.words is not None:
             launches.extend(launches_in_words(c.words, c.line))
             continue
@@ -569,7 +570,7 @@ def launch_facts(name: str, text: str) -> dict:
             if program is not None:
                 programs.append(program)
     if dialect == "make" and not programs:
-        programs.extend(linked_programs(_commands(dialect, text, {}), variables))
+        programs.extend(linked_programs(commands, variables))
     launches.sort(key=lambda r: r["line"])
     programs.sort(key=lambda r: r["line"])
     return {"launches": launches, "programs": programs}
