@@ -19,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("NEURON_READY_REAL_CACHE", "/work/cache/real"))
+REPORTS = Path(os.environ.get("NEURON_READY_REPORTS", str(CACHE / "reports")))
 
 
 def main() -> int:
@@ -32,7 +33,7 @@ def main() -> int:
     unaudited = 0
     rows = []
     for repo in sorted(by_repo):
-        path = CACHE / "reports" / f"{repo}.json"
+        path = REPORTS / f"{repo}.json"
         if not path.exists():
             print(f"{repo}: no report at {path}", file=sys.stderr)
             continue

@@ -43,6 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from render_calibration_labels import CLASSES, LABELS, cell, load  # noqa: E402
 
 CACHE = Path(os.environ.get("NEURON_READY_REAL_CACHE", "/work/cache/real"))
+# Where the JSON reports go: a second checkout calibrates into its own folder, never over main's.
+REPORTS = Path(os.environ.get("NEURON_READY_REPORTS", str(CACHE / "reports")))
 INDEX = "https://pypi.org/pypi"
 
 
@@ -171,7 +173,7 @@ def label_entry(repo: dict, tree: Path) -> str | None:
 
 def scan(repo: dict, tree: Path, use_label_entry: bool, jobs: int | None) -> dict:
     target = tree / repo.get("path", "")
-    out = CACHE / "reports" / f"{re.sub(r'[^A-Za-z0-9.]+', '-', repo['id'])}.json"
+    out = REPORTS / f"{re.sub(r'[^A-Za-z0-9.]+', '-', repo['id'])}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "neuron_ready", "scan", str(target), "--isolated", "--format", "json", "-o", str(out), "-q"]
     if jobs is not None:
