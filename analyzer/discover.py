@@ -23,6 +23,7 @@ import pathspec
 from .model import Diagnostic
 from .sources import FileJob
 from .sources.configs import is_config_name, worth_reading
+from .sources.binary import binary_kind
 from .sources.deps import dependency_kind
 from .sources.launch import launch_kind
 from .sources.native import native_kind
@@ -41,7 +42,7 @@ def file_kind(rel: str) -> str | None:
         return "python"  # setup.py too: its install_requires are read during the Python scan
     if name.endswith(".ipynb"):
         return "notebook"
-    nk = native_kind(name)
+    nk = native_kind(name) or binary_kind(name)
     if nk:
         return nk
     if dependency_kind(rel):

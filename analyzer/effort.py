@@ -475,12 +475,20 @@ class _Planner:
         rest: list[int] = []
         build_rules: list[Rule] = []
         ops: dict[str, list[float]] = {}  # op -> weighted sizes of its kernels
+        exported: set[str] = set()  # prebuilt libraries' functions: one build per CUDA version is one port
         for i in d.idx:
             f = self.findings[i]
             rule = self.rule(f)
             files.add(f.path)
             facts = f.kernel_facts
-            if self.cuda_file(f):
+            if self.cuda_file(f) and facts.prebuilt:
+                # No source to measure: each exported function not seen in another build is one unit.
+                for name in facts.kernel_names:
+                    if name not in exported:
+                        exported.add(name)
+                        kernels += 1
+                        ops.setdefault(op_stem(name, f.path), []).append((f.path, weight(f), name))
+            elif self.cuda_file(f):
                 k = facts.kernels
                 if k:
                     loc = float(facts.kernel_loc)
@@ -526,8 +534,11 @@ class _Planner:
                          files=len(files), backward=backward)
         if referenced:
             d.details["references"] = referenced
-        what = f"{kernels} kernel{'s' if kernels != 1 else ''}, {len(ops)} op{'s' if len(ops) != 1 else ''}, in {len(files)} file{'s' if len(files) != 1 else ''}"
+        unit = "exported function" if exported and kernels == len(exported) else "kernel"
+        what = f"{kernels} {unit}{'s' if kernels != 1 else ''}, {len(ops)} op{'s' if len(ops) != 1 else ''}, in {len(files)} file{'s' if len(files) != 1 else ''}"
         verb = "Switch CUDA extension" if d.kind == "switch-to-reference" else "Port CUDA extension"
+        if unit != "kernel" and d.kind != "switch-to-reference":
+            verb = "Re-implement prebuilt CUDA library"
         if d.kind == "rewrite-program":
             d.title = f"Rewrite CUDA training program `{d.details['extension'][8:].split('@')[0]}` in PyTorch ({what})"
             return _add(*parts) if parts else Range(0.0, 0.0, 0.0)

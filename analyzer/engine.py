@@ -176,7 +176,9 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     with gc_tuned():
         for i, job in enumerate(jobs):
             data = key = None
-            if cache is not None:
+            # A prebuilt library is read through its ELF tables, not its first bytes: never cached.
+            cacheable = job.kind != "binary"
+            if cache is not None and cacheable:
                 stamp = stamps[i] if stamps is not None else stamp_of(job.path)
                 digest = index.digest(job.rel, stamp)
                 if digest is None:
@@ -195,10 +197,10 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
                     progress.advance(len(hit.findings))
                     continue
             if workers:  # the worker reads the file again and keys the result by what it read
-                size = stamp.size if cache is not None and stamp is not None else _size(job.path)
+                size = stamp.size if cache is not None and cacheable and stamp is not None else _size(job.path)
                 todo.append(FileTask(i, job, size))
                 continue
-            if data is None:  # in this process: key exactly the bytes scanned
+            if data is None and cacheable:  # in this process: key exactly the bytes scanned
                 try:
                     data = read_bytes(job.path, ctx.max_file_size)
                 except OSError:

@@ -138,6 +138,7 @@ class KernelFacts:
     kernel_loc: int = 0  # CUDA source: the lines of those kernels
     kernel_names: tuple[str, ...] = ()
     pytorch_path: bool = False  # a setting picks this kernel; a PyTorch path sits beside it
+    prebuilt: bool = False  # a compiled library with no source: kernel_names are its exported functions
 
     @classmethod
     def of(cls, details: dict[str, Any]) -> "KernelFacts":
@@ -153,6 +154,7 @@ class KernelFacts:
             kernel_loc=int(details.get("kernel_loc") or 0),
             kernel_names=tuple(str(n) for n in details.get("kernel_names") or ()),
             pytorch_path=bool(details.get("pytorch_path")),
+            prebuilt=bool(details.get("prebuilt")),
         )
 
 

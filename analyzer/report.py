@@ -18,7 +18,7 @@ from .sources import FileResult
 from .timebound import ENV_REACH_TIMEOUT, TimeBoundExceeded, reach_timeout, time_bound
 
 
-CODE_KINDS = ("python", "notebook", "native", "cmake", "trace")
+CODE_KINDS = ("python", "notebook", "native", "cmake", "binary", "trace")
 
 
 def analysed_file(result: FileResult) -> bool:

@@ -88,7 +88,8 @@ def gc_tuned():
 def scan_one(job: FileJob, ctx: ScanContext, keys: Keys | None) -> tuple[str | None, bytes]:
     """Read, scan and encode one file; the key is computed from exactly the bytes scanned."""
     try:
-        data = read_bytes(job.path, ctx.max_file_size)
+        # A prebuilt library is read through its ELF tables, not its first bytes: no key, never cached.
+        data = None if job.kind == "binary" else read_bytes(job.path, ctx.max_file_size)
     except OSError:
         data = None  # scan_file reads again and reports why it cannot
     result = scan_file(job, ctx, data)

@@ -7,6 +7,7 @@ reads only its job and a ScanContext (both picklable) and returns a FileResult.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import io
 import itertools
 import os
@@ -21,6 +22,7 @@ from ..catalog import Catalog, Rule, selector_matches
 from ..model import Diagnostic, Finding
 from ..numbers import size as byte_size
 from ..suppress import Suppressions
+from . import binary as binary_mod
 from . import deps as deps_mod
 from . import native as native_mod
 
@@ -39,7 +41,7 @@ def load_scanners() -> None:
     from . import builds, codefacts, configs, imports, launch, notebook, pyindex, screen  # noqa: F401
 
 
-KINDS = ("python", "notebook", "native", "cmake", "deps", "launch", "config")
+KINDS = ("python", "notebook", "native", "cmake", "binary", "deps", "launch", "config")
 
 
 @dataclass(frozen=True)
@@ -598,6 +600,30 @@ def _add_config_hits(job: FileJob, text: str, ctx: ScanContext, result: FileResu
                              setting, " ".join(line_text.split())[:160]))
 
 
+def _scan_binary(job: FileJob, ctx: ScanContext, result: FileResult) -> None:
+    """A prebuilt shared library: its ELF tables, never its text (see binary.py)."""
+    name = PurePosixPath(job.rel).name
+    clauses = [(r, m) for r, m in ctx.entries("binary")
+               if any(fnmatch.fnmatchcase(name, g) for g in (m.files or ("*.so", "*.so.*")))]
+    if not clauses:
+        return
+    try:
+        with open(job.path, "rb") as fh:
+            facts = binary_mod.read_binary(fh)
+    except binary_mod.NotReadable as e:
+        raise _Skip("binary", str(e)) from None
+    except OSError as e:
+        raise _Skip("unreadable", f"cannot read: {e.strerror or e}") from None
+    if not facts.cuda:
+        return
+    result.parsed = True
+    details = {"kernels": len(facts.exports), "kernel_names": facts.exports, "kernel_loc": 0, "loc": 0,
+               "prebuilt": True, "evidence": facts.evidence}
+    col = _Collector(result, ctx, Suppressions(""))
+    for rule, _clause in clauses:
+        col.add(_finding(rule, ctx, job.rel, 1, 1, name, "", details=details))
+
+
 _HANDLERS = {
     "python": _scan_python,
     "notebook": _scan_notebook,
@@ -613,8 +639,10 @@ def scan_file(job: FileJob, ctx: ScanContext, data: bytes | None = None) -> File
     """`data`: the file's bytes when the caller has read them already (see read_bytes)."""
     result = FileResult(job.rel, job.kind)
     try:
-        text = read_text(job, ctx.max_file_size, data)
-        _HANDLERS[job.kind](job, text, ctx, result)
+        if job.kind == "binary":
+            _scan_binary(job, ctx, result)  # read through its ELF tables, whatever its size
+        else:
+            _HANDLERS[job.kind](job, read_text(job, ctx.max_file_size, data), ctx, result)
     except _Skip as s:
         result.diagnostics.append(Diagnostic(job.rel, s.kind, s.message, s.line))
     except _TooDeep as e:
