@@ -45,6 +45,8 @@ _SETUP_KEYWORDS = frozenset({"install_requires", "extras_require", "setup_requir
 _ENV_CALLS = frozenset({"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"})
 # Kinds whose symbol is a qualified name (its first part is a top-level module).
 _NAME_KINDS = frozenset({"import", "call", "attribute", "decorator"})
+_KEYS_CALLS = frozenset({"dict", "builtins.dict"})
+_PARTIAL_CALLS = frozenset({"functools.partial", "functools.partialmethod"})
 # The matcher events the scanner calls, each only on the matchers that override it.
 _EVENTS = ("subscript", "test", "assign", "call", "assertion", "backward", "function", "finish")
 
@@ -534,6 +536,13 @@ class PythonScanner(Walker):
             self.compared.update(id(n) for n in iter_subtree(node) if type(n) in (cst.Attribute, cst.Name))
 
     def match_keywords(self, node: cst.Call, callee: str | None, line: int) -> None:
+        if callee in _KEYS_CALLS:
+            return  # `dict(device=device)`: its keywords are the dictionary's keys, not a device argument
+        if callee in _PARTIAL_CALLS and node.args and node.args[0].keyword is None:
+            # `partial(custom_fwd, device_type="cuda")`: the keywords are the wrapped function's
+            wrapped = node.args[0].value
+            callee = self.resolve(wrapped)[0] if type(wrapped) in (cst.Name, cst.Attribute) else None
+            node = node.with_changes(func=wrapped) if callee is None else node
         method = node.func.attr.value if type(node.func) is cst.Attribute and callee is None else None
         for arg in node.args:
             if arg.keyword is None:
