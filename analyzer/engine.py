@@ -92,7 +92,9 @@ def first_party_packages(jobs: list[FileJob]) -> frozenset[str]:
     for d in package_dirs:
         while "/" in d and d.rsplit("/", 1)[0] in package_dirs:
             d = d.rsplit("/", 1)[0]
-        roots.add(d.rsplit("/", 1)[-1])
+        # The folders above may be namespace packages (PEP 420: `megatron/core/__init__.py` with no
+        # `megatron/__init__.py` is imported as `megatron.core`): their names are the project's too.
+        roots.update(d.split("/"))
     for j in jobs:
         if j.kind == "python" and "/" not in j.rel and j.rel.endswith(".py") and j.rel != "setup.py":
             roots.add(j.rel[:-3])
