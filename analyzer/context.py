@@ -774,9 +774,12 @@ def accelerator_of(path: str) -> str | None:
     """Code for another accelerator: a folder (or a file stem) named for it."""
     parts = path.split("/")
     for p in parts[:-1]:
-        name = OTHER_ACCELERATORS.get(p.lower())
-        if name:
-            return name
+        # A folder named for it, or with it as one word of its name (`_ascend`, `triton_ascend`,
+        # `flash_attn_triton_amd`): a backend folder per accelerator.
+        for word in [p.lower()] + re.split(r"[_\-.]+", p.lower()):
+            name = OTHER_ACCELERATORS.get(word)
+            if name:
+                return name
     stem = parts[-1].rsplit(".", 1)[0].lower()
     for key, name in OTHER_ACCELERATORS.items():
         if len(key) > 2 and (stem.endswith("_" + key) or stem.startswith(key + "_")):

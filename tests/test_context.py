@@ -112,6 +112,11 @@ def test_kernels_for_other_accelerators_are_not_costed():
         assert p.estimate.p50 == 0
     assert accelerator_of("kernels/ascend/rms.py") and accelerator_of("ops/rmsnorm_rocm.py")
     assert accelerator_of("kernels/cuda/rms.py") is None and accelerator_of("models/chip.py") is None
+    # a backend folder with the accelerator as one word of its name
+    assert accelerator_of("ops/backends/_ascend/ops/kl_div.py") == "Ascend NPUs"
+    assert accelerator_of("ops/common/backends/triton_ascend/chunk.py") == "Ascend NPUs"
+    assert accelerator_of("flash_attn/flash_attn_triton_amd/bwd.py") == "AMD GPUs (ROCm)"
+    assert accelerator_of("models/relationship_net/hipster.py") is None  # words, not substrings
 
 
 # ------------------------------------------------------------------------------------------ trees
