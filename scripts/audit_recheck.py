@@ -1,4 +1,4 @@
-"""Re-read the hand audit (docs/calibration/audit.json) against the latest calibration reports.
+"""Re-read the hand audits (docs/calibration/audit.json, audit2.json) against the latest calibration reports.
 
     python scripts/audit_recheck.py            # after scripts/calibrate.py wrote the reports
 
@@ -20,16 +20,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("NEURON_READY_REAL_CACHE", "/work/cache/real"))
 REPORTS = Path(os.environ.get("NEURON_READY_REPORTS", str(CACHE / "reports")))
+AUDITS = ("docs/calibration/audit.json", "docs/calibration/audit2.json")
 
 
 def main() -> int:
-    audit = json.loads((ROOT / "docs/calibration/audit.json").read_text(encoding="utf-8"))
+    audit = []
+    for n, path in enumerate(AUDITS, start=1):  # round 1 judged 13 reports; round 2 sampled all 39 anew
+        for a in json.loads((ROOT / path).read_text(encoding="utf-8")):
+            audit.append(dict(a, round=n))
     by_repo: dict[str, list[dict]] = collections.defaultdict(list)
     for a in audit:
         by_repo[a["repo"]].append(a)
     kept: collections.Counter = collections.Counter()
     total: collections.Counter = collections.Counter()
     moved: collections.Counter = collections.Counter()  # (verdict, new context)
+    by_round: collections.Counter = collections.Counter()  # (round, verdict) still must-port
     unaudited = 0
     rows = []
     for repo in sorted(by_repo):
@@ -50,6 +55,7 @@ def main() -> int:
             total[a["verdict"]] += 1
             if ctx == "step":
                 kept[a["verdict"]] += 1
+                by_round[(a["round"], a["verdict"])] += 1
                 repo_kept[a["verdict"]] += 1
             else:
                 moved[(a["verdict"], ctx)] += 1
@@ -66,6 +72,9 @@ def main() -> int:
     if remaining:
         print(f"TRUE share among audited findings still must-port: {kept['TRUE']}/{remaining} "
               f"({100 * kept['TRUE'] / remaining:.0f} %); must-port findings with no verdict: {unaudited}")
+    for n, path in enumerate(AUDITS, start=1):
+        left = sum(v for (r, _), v in by_round.items() if r == n)
+        print(f"round {n} ({path.rsplit('/', 1)[-1]}): {by_round[(n, 'TRUE')]} TRUE of {left} still must-port")
     print("moved out, by verdict and new context:",
           ", ".join(f"{v} -> {c}: {n}" for (v, c), n in sorted(moved.items())))
     return 0
