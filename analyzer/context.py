@@ -53,7 +53,8 @@ EVAL_PATH = re.compile(r"(?i)^(eval|evals|evaluation|evaluate|inference|infer|ex
 EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|evaluators?|validators?|predictors?|exporters?|inference|infer"
                        r"|export|predict|demo|serve|serving)(_\w*)?\.py$")
 # Options whose switch selects evaluation rather than a feature.
-EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate)(_|$)")
+EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate"
+                         r"|onnx|export|exporting)(_|$)")
 UNKNOWN = object()
 # Methods whose call, matched by name on any reached class, is evidence that a script trains.
 TRAINING_METHOD = re.compile(r"(?i)train|^fit$|finetune|^run$|^main$|^launch$")
@@ -295,10 +296,13 @@ def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | 
     while 0 <= index < len(regions) and seen < 50:
         start, end, cond, branch, parent, text = regions[index][:6]
         v = defaults.evaluate(cond, rel)
+        names = [n for _, n in _names(cond)]
+        if v is UNKNOWN and branch == "body" and cond[0] != "not" and names and all(EVAL_OPTION.search(n) for n in names):
+            # `if self.onnx_trace:` whose default is not readable: its name says what the branch is for
+            return Gate("evaluation", f"only when {text} (named for evaluation or export)", "evaluation")
         if v is not UNKNOWN:
             taken = bool(v) if branch == "body" else not bool(v)
             if not taken:
-                names = [n for _, n in _names(cond)]
                 evaluation = cond[0] == "train" or _has_train(cond) or any(EVAL_OPTION.search(n) for n in names)
                 when = text if branch == "body" else f"not ({text})"
                 why = defaults.describe(cond, rel)

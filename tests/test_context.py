@@ -211,6 +211,33 @@ def test_inference_branches_in_forward_are_evaluation(tmp_path):
     assert contexts(scan(root))[("train.py", 5)] == "evaluation"
 
 
+def test_test_functions_and_onnx_export_branches_are_evaluation(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            class Net(torch.nn.Module):
+                def __init__(self, onnx_trace=False):
+                    super().__init__()
+                    self.onnx_trace = onnx_trace
+                def forward(self, x):
+                    if self.onnx_trace:
+                        return torch.unique(x)
+                    return x.nonzero()
+            def test_net_matches_reference():
+                assert torch.unique(Net()(torch.zeros(3))).numel() == 1
+            def main():
+                Net()(torch.zeros(1)).sum().backward()
+                test_net_matches_reference()
+            if __name__ == "__main__":
+                main()
+        """,
+    })
+    got = contexts(scan(root))
+    assert got[("train.py", 8)] == "evaluation"  # only when onnx_trace (default False): an export
+    assert got[("train.py", 9)] == "step"
+    assert got[("train.py", 11)] == "evaluation"  # a test_* function, even one the script calls
+
+
 def test_an_entry_whose_guard_calls_a_trainer_in_the_project_is_detected(tmp_path):
     root = tree(tmp_path, {
         "run.py": "from pkg.trainer import fit\nif __name__ == '__main__':\n    fit()\n",

@@ -45,7 +45,7 @@ EVAL_NAME = re.compile(
     r"(?i)^_*(evaluate|evaluation|eval|validate|validation|valid|predict|prediction|inference|infer|generate"
     r"|sample|sampling|export|visuali[sz]e|plot|demo|benchmark)(_\w*)?$"
     r"|^_*\w+_(eval|evaluate|evaluation|validation|validate|predict|prediction|inference|export|generate)$"
-    r"|^_*(validation|test|predict)_step(_end)?$|^on_(validation|test|predict)\w*$|^test_\w*dataloader$"
+    r"|^_*(validation|test|predict)_step(_end)?$|^on_(validation|test|predict)\w*$|^test_\w+$"
     r"|^val_dataloader$"
 )
 # Functions that run in the data pipeline on the host.
@@ -196,7 +196,7 @@ class _Facts:
                 return ["train"]  # `self.training` / `model.training`: True in the training job
             if len(parts) >= 2 and self.config_root(parts):
                 return ["opt", parts[-1]]
-            if len(parts) == 2 and parts[0] == "self" and _FLAG_PARAM.search(parts[1]):
+            if len(parts) == 2 and parts[0] == "self" and (_FLAG_PARAM.search(parts[1]) or _EXPORT_SWITCH.search(parts[1])):
                 return ["opt", parts[1]]  # `self.use_flash = config.use_flash` in __init__
             if len(parts) == 1:
                 if parts[0] in params:
@@ -745,6 +745,8 @@ def _has_config(c: list) -> bool:
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
 
+# `self.onnx_trace`, `self.exporting`: a switch for the export or inference path (context.py's EVAL_OPTION).
+_EXPORT_SWITCH = re.compile(r"(?i)(^|_)(onnx|export|exporting|inference)(_|$)")
 _FLAG_PARAM = re.compile(r"(?i)^(use|enable|with|fused?|apply)_\w+|_(kernel|impl|implementation|backend)$|^(backend|impl|implementation|kernel|attn_\w+|fused)$")
 
 
