@@ -887,7 +887,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             evaluation = f.details.get("off_path_reason") == UNREACHED_REASON and evaluation_path(f.path)
             f.context = "evaluation" if evaluation else "off-path"
             continue
-        ext = reach.extension_of.get(f.path) or reach.build_sites.get((f.path, f.line))
+        ext = reach.extension_of.get(f.path) or reach.build_site(f.path, f.line, f.category == "custom-cuda")
         if ext in ext_labels:
             label_native(f, ext, ext_labels[ext], ctx)
             continue

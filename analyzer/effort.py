@@ -71,6 +71,16 @@ _OP_NOISE = frozenset({
     "int8", "1pass", "2pass", "v1", "v2", "v3", "tiled", "fused", "dx", "dw", "db", "dq", "dk", "dv", "c", "ext",
     "npu", "ascend", "rocm", "hip", "xpu", "mps", "amd",  # a copy for another accelerator is a variant
 })
+# Kernels named for an op PyTorch itself has (torch.*, torch.nn.functional.*, torch.optim): its PyTorch
+# version is the core op, so the port is "switch to it, validate, optimise what profiling shows" (the
+# NKI library has tuned norms, softmax and cross-entropy). A variant (`scatter_arg`, `rms_norm_add`,
+# `segment_coo_broadcast`) extends one. segment_csr/segment_coo are torch.segment_reduce's two layouts.
+CORE_OPS = frozenset({
+    "scatter", "scatter_add", "scatter_reduce", "gather", "index_select", "index_add", "segment_reduce",
+    "segment_csr", "segment_coo", "cumsum", "cumprod", "softmax", "log_softmax", "layer_norm", "layernorm",
+    "rms_norm", "rmsnorm", "group_norm", "batch_norm", "cross_entropy", "nll_loss", "kl_div", "embedding",
+    "embedding_bag", "topk", "sort", "argsort", "gelu", "silu", "relu", "dropout", "adam", "adamw",
+})
 _REFERENCE_MARKS = frozenset({"ref", "reference", "naive", "torch", "pytorch", "baseline", "eager", "python", "slow"})
 # Functions that run once, at construction, initialisation, loading or conversion (not in the step).
 SETUP_SCOPE = re.compile(
@@ -128,12 +138,24 @@ def reference_stems(def_names) -> frozenset[str]:
     return frozenset(out)
 
 
+def base_ops(ops) -> list[str]:
+    """The ops that are not variants of another in the list: `segment_coo_broadcast` and
+    `segment_coo_arg` switch with `segment_coo`, in one job."""
+    ops = sorted(set(ops))
+    return [o for o in ops if not any(o.startswith(b + "_") for b in ops if b != o)]
+
+
+def core_op(op: str) -> bool:
+    """The op is one PyTorch has, or a variant of one (CORE_OPS)."""
+    return op in CORE_OPS or any(op.startswith(c + "_") for c in CORE_OPS)
+
+
 def has_reference(op: str, references: frozenset[str], paths=()) -> bool:
     """An op has a PyTorch reference when one is named for it, or for it with the words of the
     kernel's folders that op_stem dropped (`causal_conv1d_varlen_states_ref` for the op
     `varlen_states` of `causal_conv1d/`), or for the op it is a variant of (`causal_conv1d_ref` for
     `causal_conv1d_channellast`)."""
-    if op in references:
+    if op in references or core_op(op):
         return True
     folders = _folder_words(paths)
     for r in references:
@@ -391,11 +413,15 @@ class _Planner:
                 return e.id
         return None
 
+    def builds(self, f: Finding) -> bool:
+        """A rule about building CUDA code (an extension build call, a CMake CUDA project)."""
+        return f.category == "custom-cuda" and not self.cuda_file(f)
+
     def extension_of(self, f: Finding) -> tuple[str, str] | None:
         """("ext", id) or ("vendored", project) for a finding in a compiled extension's files or at its build."""
         ext_id = None
         if self.reach is not None:
-            ext_id = self.reach.extension_of.get(f.path) or self.reach.build_sites.get((f.path, f.line))
+            ext_id = self.reach.extension_of.get(f.path) or self.reach.build_site(f.path, f.line, self.builds(f))
         if ext_id is None:
             if self.cuda_file(f):
                 # CUDA sources with no build information (files given one by one): one extension per folder
@@ -404,7 +430,7 @@ class _Planner:
             return None
         if f.path in self.reach.vendored:
             return "vendored", self.reach.vendored[f.path]
-        return "ext", ext_id
+        return "ext", self.reach.same_code(ext_id)
 
     # -------------------------------------------------------------- costing
 
@@ -501,7 +527,7 @@ class _Planner:
                     backward = backward or facts.backward
                 else:
                     host.append(f)
-            elif self.reach is not None and (f.path, f.line) in self.reach.build_sites:
+            elif self.reach is not None and self.reach.build_site(f.path, f.line, self.builds(f)) is not None:
                 build_rules.append(rule)
                 files.discard(f.path)
             else:
@@ -523,7 +549,7 @@ class _Planner:
         for r, fs in sorted(self.by_rule(rest).items()):
             parts.append(self.rule_cost(self.catalog.get(r), fs))
         if referenced:
-            parts.append(_scale(REFERENCE_SWITCH, len(referenced)))
+            parts.append(_scale(REFERENCE_SWITCH, len(base_ops(referenced))))
             d.kind = "switch-to-reference" if not units else d.kind
         elif backward:
             parts.append(BACKWARD_ADDON)
@@ -618,7 +644,8 @@ class _Planner:
         n = len(names)
         verb = "Switch Triton op" if referenced else "Rewrite Triton op"
         d.title = f"{verb} `{op}` ({n} kernel{'s' if n != 1 else ''} in {where})" + (
-            "; PyTorch reference in the repository" if referenced else "")
+            ("; PyTorch has the op" if core_op(op) and op not in self.references else
+             "; PyTorch reference in the repository") if referenced else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
 
     def shared_cost(self, drafts: list[_Draft]) -> None:

@@ -45,7 +45,7 @@ EXCLUDED_DIRS = frozenset({
     "test", "tests", "testing", "unittests", "benchmark", "benchmarks", "bench", "example", "examples", "doc", "docs",
 })
 _MAX_META_SIZE = 2 * 1024 * 1024  # packaging files read in the main process
-_TEST_FILE = re.compile(r"^(test_\w*\.py|\w+_test\.py|conftest\.py)$")
+_TEST_FILE = re.compile(r"^(test_\w*\.py|\w+_test\.py|conftest\.py|testing(_\w+)?\.py)$")
 VENDOR_DIRS = frozenset({"third_party", "third-party", "thirdparty", "3rdparty", "vendor", "vendored", "external", "extern"})
 # Native libraries projects copy into their tree rather than port (their users port their own kernels).
 VENDORED_LIBRARIES = frozenset({
@@ -97,6 +97,24 @@ class Reach:
     build_sites: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> extension id
     vendored: dict[str, str] = field(default_factory=dict)  # path -> vendored project folder
     vendored_used: dict[str, list[str]] = field(default_factory=dict)  # project -> compiled files
+
+    def build_site(self, path: str, line: int, any_line: bool = False) -> str | None:
+        """The extension built at (path, line); with any_line (a build rule's finding), in a file that
+        builds one extension only, any line of it (`Extension = CppExtension if cpu else CUDAExtension`
+        a line above the call is its build)."""
+        ext_id = self.build_sites.get((path, line))
+        if ext_id is None and any_line:
+            ids = {e for (p, _), e in self.build_sites.items() if p == path}
+            ext_id = ids.pop() if len(ids) == 1 else None
+        return ext_id
+
+    def same_code(self, ext_id: str) -> str:
+        """The extension whose task ext_id's work joins: a second build of sources another extension
+        already builds (torch-scatter's CMakeLists.txt beside its setup.py) is that extension's, since
+        the code is ported, or switched off, once."""
+        ext = self.extension(ext_id)
+        owners = {self.extension_of.get(src) for src in ext.sources} if ext is not None and ext.sources else set()
+        return owners.pop() if len(owners) == 1 and None not in owners and ext_id not in owners else ext_id
 
     def reason(self, path: str, line: int = 0) -> str:
         """"" when (path, line) is on the training path, else why not."""

@@ -112,18 +112,18 @@ def test_triton_kernel_known_answer():
 
 
 def test_forward_backward_and_copies_of_one_op_are_one_task():
-    fs = [finding("NR1801", path="a.py", line=3, kernel="_rmsnorm_fwd_kernel", lines=30),
-          finding("NR1801", path="b.py", line=30, kernel="_rmsnorm_bwd_kernel", lines=30),
-          finding("NR1801", path="models/x/copy.py", line=3, kernel="rmsnorm_fwd_kernel_fp16", lines=30)]
+    fs = [finding("NR1801", path="a.py", line=3, kernel="_token_mixer_fwd_kernel", lines=30),
+          finding("NR1801", path="b.py", line=30, kernel="_token_mixer_bwd_kernel", lines=30),
+          finding("NR1801", path="models/x/copy.py", line=3, kernel="token_mixer_fwd_kernel_fp16", lines=30)]
     tasks, _ = estimate(fs, CATALOG)
-    assert [t.id for t in tasks] == ["T-triton-rmsnorm"]
+    assert [t.id for t in tasks] == ["T-triton-token_mixer"]
     # the first whole, its backward a 0.35 share (wherever it is), the copy in another file 0.1
     assert tasks[0].details["kernel_units"] == approx(1 + 0.35 + 0.1)
 
 
 def test_a_kernel_with_an_in_repo_reference_is_a_switch():
-    f = finding("NR1801", path="k.py", line=3, kernel="_layer_norm_fwd_kernel", lines=60)
-    tasks, _ = estimate([f], CATALOG, references=frozenset({"layer_norm"}))
+    f = finding("NR1801", path="k.py", line=3, kernel="_token_mixer_fwd_kernel", lines=60)
+    tasks, _ = estimate([f], CATALOG, references=frozenset({"token_mixer"}))
     t = tasks[0]
     assert t.kind == "switch-to-reference" and t.person_days.likely == approx(2.0)
     rewrite, _ = estimate([f], CATALOG)
@@ -175,9 +175,9 @@ names = ["triton.jit"]
 """
     (user,) = load_text(raw, "extra.toml")
     f = Finding(rule="NR1899", category="triton", path="k.py", line=3, column=1, message="m", remedy="r",
-                details={"kernel": "_softmax_fwd_kernel", "lines": 30})
+                details={"kernel": "_token_mixer_fwd_kernel", "lines": 30})
     tasks, _ = estimate([f], Catalog({"NR1899": user}))
-    assert [t.id for t in tasks] == ["T-triton-softmax"] and tasks[0].person_days.likely == approx(3.0)
+    assert [t.id for t in tasks] == ["T-triton-token_mixer"] and tasks[0].person_days.likely == approx(3.0)
     plain, _ = estimate([f], Catalog({"NR1899": replace(user, costing="catalog")}))
     assert [t.id for t in plain] == ["T-triton"]
 
@@ -338,4 +338,13 @@ def test_a_reference_named_with_the_kernels_folder_or_for_the_op_a_variant_exten
     assert has_reference("causal_conv1d_channellast", refs)  # a layout variant of a referenced op
     assert has_reference("rmsnorm", refs)
     assert not has_reference("states", frozenset({"varlen_states_x"}))
-    assert not has_reference("layer_norm", refs) and not has_reference("rmsnorm_fused", frozenset({"rms"}))
+    assert not has_reference("selective_scan", refs) and not has_reference("ssd_fused", frozenset({"ssd_x"}))
+
+
+def test_a_kernel_named_for_a_pytorch_core_op_has_a_reference_in_pytorch():
+    from neuron_ready.effort import has_reference
+
+    for op in ("scatter", "scatter_arg", "segment_csr_broadcast", "rms_norm_add", "softmax_multi_block", "cross_entropy"):
+        assert has_reference(op, frozenset()), op
+    for op in ("selective_scan", "chunk_scan", "flash_attn", "scattermoe", "relu2mlp"):  # not an op torch has
+        assert not has_reference(op, frozenset()), op

@@ -1,0 +1,79 @@
+"""An extension of kernels PyTorch already has (torch-scatter's scatter/segment ops): one switch per
+op and its variants, its build joined to it however the setup.py spells it, a second CMake build of
+the same sources part of the same port, and its testing.py helpers not training code."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from cli import run_cli
+from neuron_ready.effort import base_ops
+
+SETUP = """\
+    import glob
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+    cuda = True
+    Extension = CUDAExtension if cuda else CppExtension
+    ext = Extension("scatterlib._C", glob.glob("csrc/*.cu") + glob.glob("csrc/*.cpp"))
+    setup(name="scatterlib", ext_modules=[ext], cmdclass={"build_ext": BuildExtension})
+"""
+CMAKE = """\
+    cmake_minimum_required(VERSION 3.18)
+    project(scatterlib LANGUAGES CXX CUDA)
+    file(GLOB SRCS csrc/*.cu csrc/*.cpp)
+    add_library(scatterlib SHARED ${SRCS})
+"""
+KERNELS = """\
+    #include <cuda_runtime.h>
+    __global__ void scatter_kernel(const float* src, const long* index, float* out, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) atomicAdd(&out[index[i]], src[i]);
+    }
+    __global__ void scatter_arg_kernel(const float* src, const long* index, long* arg, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) arg[index[i]] = i;
+    }
+    __global__ void segment_csr_kernel(const float* src, const long* ptr, float* out, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) for (long j = ptr[i]; j < ptr[i + 1]; j++) out[i] += src[j];
+    }
+    __global__ void segment_csr_broadcast_kernel(const float* src, const long* ptr, float* out, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) out[i] = src[ptr[i]];
+    }
+"""
+
+
+def _tree(tmp_path):
+    files = {"setup.py": SETUP, "CMakeLists.txt": CMAKE, "csrc/scatter.cu": KERNELS,
+             "csrc/bind.cpp": "#include <torch/extension.h>\n",
+             "scatterlib/__init__.py": "import torch\nfrom scatterlib import _C\n",
+             "scatterlib/testing.py": "import torch\ndevices = [torch.device('cuda:0')]\n"}
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def test_variants_switch_with_their_op():
+    assert base_ops(["segment_coo", "segment_coo_arg", "segment_coo_broadcast", "scatter", "scatter_arg",
+                     "gather_csr"]) == ["gather_csr", "scatter", "segment_coo"]
+
+
+def test_an_extension_of_core_ops_is_one_switch_with_its_builds(tmp_path):
+    r = run_cli("scan", str(_tree(tmp_path)), "--isolated", "--format", "json")
+    assert r.code in (0, 1), r.err
+    report = json.loads(r.out)
+    tasks = {t["id"]: t for t in report["tasks"]}
+    ext = [t for t in tasks.values() if t["id"].startswith("T-ext-")]
+    assert len(ext) == 1, sorted(tasks)  # the CMake build of the same sources joins the setup.py one
+    (task,) = ext
+    assert task["kind"] == "switch-to-reference"
+    assert task["references"] == ["scatter", "scatter_arg", "segment_csr", "segment_csr_broadcast"]
+    assert task["person_days"]["likely"] == 2 * 2.0  # two ops to switch: scatter, segment_csr
+    joined = {report["findings"][i]["path"] for i in task["findings"]}
+    assert {"setup.py", "CMakeLists.txt"} <= joined  # the build a line above the call is its build
+    assert not any(f["path"] == "scatterlib/testing.py" for f in report["findings"])  # test helpers
