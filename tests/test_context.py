@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, tree
 from neuron_ready.config import Settings
 from neuron_ready.context import UNKNOWN, Defaults, accelerator_of
 from neuron_ready.engine import run_scan
@@ -26,14 +26,6 @@ def contexts(report) -> dict[tuple[str, int], str]:
 
 def by_context(report, context: str) -> set[str]:
     return {f"{f.path}:{f.line}" for f in report.findings + report.off_path if f.context == context}
-
-
-def tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
 
 
 # ------------------------------------------------------------------------------------------ fixtures

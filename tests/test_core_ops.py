@@ -5,9 +5,9 @@ the same sources part of the same port, and its testing.py helpers not training 
 from __future__ import annotations
 
 import json
-import textwrap
 
 from cli import run_cli
+from conftest import tree
 from neuron_ready.effort import base_ops
 
 SETUP = """\
@@ -47,15 +47,10 @@ KERNELS = """\
 
 
 def _tree(tmp_path):
-    files = {"setup.py": SETUP, "CMakeLists.txt": CMAKE, "csrc/scatter.cu": KERNELS,
+    return tree(tmp_path, {"setup.py": SETUP, "CMakeLists.txt": CMAKE, "csrc/scatter.cu": KERNELS,
              "csrc/bind.cpp": "#include <torch/extension.h>\n",
              "scatterlib/__init__.py": "import torch\nfrom scatterlib import _C\n",
-             "scatterlib/testing.py": "import torch\ndevices = [torch.device('cuda:0')]\n"}
-    for rel, text in files.items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text), encoding="utf-8")
-    return tmp_path
+             "scatterlib/testing.py": "import torch\ndevices = [torch.device('cuda:0')]\n"})
 
 
 def test_variants_switch_with_their_op():

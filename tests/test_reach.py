@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli import run_cli
-from conftest import FIXTURES
+from conftest import FIXTURES, tree
 from neuron_ready.config import ConfigError, Settings
 from neuron_ready.engine import run_scan
 from neuron_ready.reach import EXCLUDED, STANDALONE, UNBUILT, UNREACHED, glob_matches, module_names
@@ -30,14 +30,6 @@ if __name__ == "__main__":
     main()
 """
 KERNEL = "#include <cuda_runtime.h>\n__global__ void k(float* x) { x[0] = 1; }\n"
-
-
-def tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
 
 
 def scan(root: Path, **kw):
