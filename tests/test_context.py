@@ -423,3 +423,81 @@ def test_evaluator_validator_and_exporter_modules_are_evaluation():
         assert evaluation_path(path), path
     assert not evaluation_path("pkg/models/model.py")
     assert not evaluation_path("pkg/validation_loss.py")  # a loss used in training, not a validator
+
+
+def test_more_cuda_only_shapes_strings_nccl_and_early_returns(tmp_path):
+    root = tree(tmp_path, {"train.py": """\
+        import os
+        import torch
+        import torch.distributed as dist
+
+        class Runner:
+            def setup(self, device, backend):
+                device_type = str(device).split(":")[0]
+                if device_type == "cuda":
+                    os.environ["TORCH_NCCL_BLOCKING_WAIT"] = "1"
+                if self.device_type == "cuda":
+                    torch.cuda.empty_cache()
+                if str(device).startswith("cuda"):
+                    torch.cuda.synchronize()
+                if device.startswith("cuda:"):
+                    torch.cuda.set_device(device)
+                if backend == "nccl":
+                    dist.barrier(device_ids=[0])
+                if dist.get_backend() != "nccl":
+                    pass
+                else:
+                    torch.cuda.reset_peak_memory_stats()
+                if device_type == "cuda":
+                    torch.cuda.synchronize()
+                    model = torch.zeros(1).cuda()
+
+        def report(device):
+            if not torch.cuda.is_available():
+                torch.cuda.synchronize()
+                return "no cuda"
+            used = torch.cuda.max_memory_allocated()
+            return used
+
+        def graphed(fn):
+            if device_type() != "cuda":
+                return fn
+            def run(*args):
+                return Graph(fn)(*args)
+            return run
+
+        class Graph:
+            def __init__(self, fn):
+                self.fn = fn
+
+            def __call__(self, *args):
+                g = torch.cuda.CUDAGraph()
+                return self.fn(*args)
+
+        def device_type():
+            return "cpu"
+
+        def train(model, x, opt):
+            runner = Runner(); runner.setup("cpu", "gloo")
+            step = graphed(model)
+            loss = step(x).sum()
+            loss.backward()
+            opt.step()
+            print(report("cpu"))
+
+        if __name__ == "__main__":
+            train(None, torch.ones(1), None)
+        """})
+    report = scan(root)
+    got = {f.line: (f.context, f.gate) for f in report.findings + report.off_path}
+    cuda = {line for line, (context, gate) in got.items() if context == "opt-in" and "CUDA device" in (gate or "")}
+    assert got[9] == ("opt-in", "only on a CUDA device (`device_type == 'cuda'`)")  # NCCL env var
+    assert {9, 11, 13, 15, 17, 21} <= cuda  # strings, startswith, NCCL backend, the else of `!= "nccl"`
+    # a branch that also places data stays a concern, housekeeping and all
+    assert got[23][0] == got[24][0] == "step"
+    # an early return leaves the rest of the function (and the check itself) to CUDA devices
+    assert 27 in cuda and 30 in cuda
+    assert got[28][0] == "step"  # the return branch runs everywhere: not CUDA-only
+    # a class reached only through the CUDA-only rest of a wrapper never runs on Trainium
+    assert got[45] == ("opt-in", "only on a CUDA device (`Graph.__call__` is reached only through CUDA-only branches)")
+
