@@ -918,7 +918,63 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
     cuda_only(findings, info_by, housekeeping, ctx)
+    optional_dependencies(findings)
     return ctx
+
+
+# Extras, dependency groups and requirements files for developing the project, not for training it.
+DEV_EXTRA = re.compile(r"(?i)^(dev|devel|develop|development|test|tests|testing|docs?|documentation|lint|linting|"
+                       r"quality|style|format|typing|types|mypy|ci|check|checks|bench|benchmarks?|pre-?commit|"
+                       r"notebooks?)$")
+_WORDS = re.compile(r"[^A-Za-z0-9]+")
+
+
+def dev_requirements_file(path: str) -> bool:
+    """`requirements-dev.txt`, `requirements_test.txt`, `requirements/docs.txt`, `dev-requirements.in`."""
+    from .sources.deps import dependency_kind
+
+    if dependency_kind(path) != "requirements":
+        return False
+    parts = path.split("/")
+    words = _WORDS.split(parts[-1].rsplit(".", 1)[0]) + ([parts[-2]] if len(parts) > 1 else [])
+    return any(DEV_EXTRA.match(w) for w in words if w)
+
+
+def optional_dependencies(findings: list[Finding]) -> None:
+    """What a Trainium install does not have, so the fallback runs. A GPU library imported under
+    `try/except ImportError` (a handler that neither raises nor exits) or `if is_x_available():`, and
+    used behind that guard, runs only when the user installs it: an opt-in feature named for the
+    library (`only when flash_attn is installed`). A GPU package listed only in an optional extra is
+    the opt-in feature `extra:<name>`; in a development extra (dev, test, docs, lint, ...) or a
+    requirements-dev file it is not training at all. An unconditional import of the same library on
+    the training path keeps both must-port: the training job needs it."""
+    required = {_module_root(f.symbol) for f in findings
+                if f.context == "step" and f.category != "dependency" and not f.fallback}
+    for f in findings:
+        if f.context != "step":
+            continue
+        lib = f.details.get("optional_library")
+        extra = f.details.get("extra")
+        if lib and f.fallback and lib not in required:
+            f.context, f.gate = "opt-in", f"only when {lib} is installed (imported under a guard with a fallback)"
+            f.details["feature"] = lib
+            f.details["context_reason"] = f"`{lib}` is optional: without it the fallback runs"
+        elif f.category == "dependency" and _module_root(f.symbol) not in required:
+            dev = (extra and DEV_EXTRA.match(extra)) or (not extra and dev_requirements_file(f.path))
+            if dev:
+                f.context = "off-path"
+                f.details["context_reason"] = (f"listed only in the development extra [{extra}]" if extra
+                                               else "listed only in a development requirements file") \
+                    + ": not installed for training"
+            elif extra:
+                f.context, f.gate = "opt-in", f"only when installed with the [{extra}] extra"
+                f.details["feature"] = f"extra:{extra}"
+                f.details["context_reason"] = f"listed only in the optional extra [{extra}]"
+
+
+def _module_root(symbol: str) -> str:
+    """The import name a symbol or a package name starts with: `flash-attn` and `flash_attn.ops` give flash_attn."""
+    return symbol.lstrip(".").split(".", 1)[0].replace("-", "_").lower()
 
 
 def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ctx: Context | None = None) -> None:

@@ -501,3 +501,94 @@ def test_more_cuda_only_shapes_strings_nccl_and_early_returns(tmp_path):
     # a class reached only through the CUDA-only rest of a wrapper never runs on Trainium
     assert got[45] == ("opt-in", "only on a CUDA device (`Graph.__call__` is reached only through CUDA-only branches)")
 
+
+def test_a_gpu_library_behind_an_import_guard_is_opt_in_unless_imported_unconditionally(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            from pkg.norm import norm
+            from pkg.attn import attn
+            from pkg.quant import quantize
+
+            def train(model, x, opt):
+                loss = quantize(attn(norm(x))).sum()
+                loss.backward()
+                opt.step()
+
+            if __name__ == "__main__":
+                train(None, torch.ones(1), None)
+            """,
+        "pkg/__init__.py": "",
+        "pkg/norm.py": """\
+            import torch
+            try:
+                from apex.normalization import fused_layer_norm
+                has_apex = True
+            except ImportError:
+                has_apex = False
+
+            def norm(x):
+                if has_apex:
+                    return fused_layer_norm(x)
+                return torch.nn.functional.layer_norm(x, x.shape[-1:])
+            """,
+        "pkg/attn.py": """\
+            from pkg.fast import fast
+            try:
+                import flash_attn
+            except ImportError:
+                flash_attn = None
+
+            def attn(x):
+                if flash_attn is not None:
+                    return flash_attn.flash_attn_func(x, x, x)
+                return fast(x)
+            """,
+        "pkg/fast.py": """\
+            from flash_attn import flash_attn_func
+
+            def fast(x):
+                return flash_attn_func(x, x, x)
+            """,
+        "pkg/quant.py": """\
+            from transformers.utils import is_bitsandbytes_available
+            if is_bitsandbytes_available():
+                import bitsandbytes as bnb
+
+            def quantize(x):
+                return x
+            """,
+        "pyproject.toml": """\
+            [project]
+            name = "demo"
+            dependencies = ["torch", "deepspeed"]
+
+            [project.optional-dependencies]
+            quant = ["bitsandbytes>=0.43"]
+            flash = ["flash-attn"]
+            dev = ["liger-kernel", "pytest"]
+            """,
+        "requirements-dev.txt": "vllm\n",
+        "setup.py": """\
+            from setuptools import setup
+            setup(name="demo", install_requires=["torch"],
+                  extras_require={"fp8": ["transformer-engine"], "tests": ["xformers"]})
+            """,
+    })
+    report = scan(root)
+    got = {(f.path, f.line): (f.context, f.gate, f.details.get("feature")) for f in report.findings + report.off_path}
+    # try/except ImportError with a handler that goes on, and `if is_x_available():`: opt-in, named for the library
+    assert got[("pkg/norm.py", 3)] == ("opt-in", "only when apex is installed (imported under a guard with a fallback)", "apex")
+    assert got[("pkg/norm.py", 10)][2] == "apex"
+    assert got[("pkg/quant.py", 3)][0:3:2] == ("opt-in", "bitsandbytes")
+    # flash_attn is also imported unconditionally on the path: every use stays must-port
+    assert got[("pkg/attn.py", 3)][0] == got[("pkg/fast.py", 1)][0] == "step"
+    # dependencies: core stays, an optional extra is opt-in, a development extra or file is off the path
+    assert got[("pyproject.toml", 3)][0] == "step"
+    assert got[("pyproject.toml", 6)] == ("opt-in", "only when installed with the [quant] extra", "extra:quant")
+    assert got[("pyproject.toml", 7)][0] == "step"  # flash-attn: imported unconditionally by pkg/fast.py
+    assert got[("pyproject.toml", 8)][0] == "off-path"
+    assert got[("requirements-dev.txt", 1)][0] == "off-path"
+    setup = {f.symbol: (f.context, f.details.get("feature")) for f in report.off_path if f.path == "setup.py"}
+    assert setup == {"transformer-engine": ("opt-in", "extra:fp8"), "xformers": ("off-path", None)}
+    assert {p.name for p in report.opt_in} >= {"apex", "bitsandbytes", "extra:quant", "extra:fp8"}
