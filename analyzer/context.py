@@ -320,7 +320,7 @@ _CUDA_ONLY_BRANCHES = ((["cuda"], "body"), (["not", ["cuda"]], "else"))
 def cuda_branch(region: list, line: int | None = None) -> bool:
     """A region that runs only on a CUDA device (codefacts marks it; older facts say it by the
     condition), holding `line` when one is given (the return branch of an early return is a hole)."""
-    marked = (len(region) > 7 and region[7]) or (region[2], region[3]) in _CUDA_ONLY_BRANCHES
+    marked = region[7] if len(region) > 7 else (region[2], region[3]) in _CUDA_ONLY_BRANCHES
     hole = region[8] if len(region) > 8 else None
     return bool(marked) and not (line is not None and hole and hole[0] <= line <= hole[1])
 

@@ -592,3 +592,26 @@ def test_a_gpu_library_behind_an_import_guard_is_opt_in_unless_imported_uncondit
     setup = {f.symbol: (f.context, f.details.get("feature")) for f in report.off_path if f.path == "setup.py"}
     assert setup == {"transformer-engine": ("opt-in", "extra:fp8"), "xformers": ("off-path", None)}
     assert {p.name for p in report.opt_in} >= {"apex", "bitsandbytes", "extra:quant", "extra:fp8"}
+
+
+def test_a_cuda_branch_whose_alternative_raises_is_required_not_skipped(tmp_path):
+    root = tree(tmp_path, {"train.py": """\
+        import torch
+
+        def init(rank):
+            if torch.cuda.is_available():
+                torch.cuda.set_device(rank)
+            else:
+                raise NotImplementedError("CUDA was not found")
+
+        def train(model, x, opt):
+            init(0)
+            model(x).sum().backward()
+            opt.step()
+
+        if __name__ == "__main__":
+            train(None, torch.ones(1), None)
+        """})
+    report = scan(root)
+    got = {f.line: f.context for f in report.findings + report.off_path}
+    assert got[4] == got[5] == "step"  # Trainium reaches the raise: the CUDA branch is the only path

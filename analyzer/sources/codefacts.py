@@ -533,6 +533,9 @@ class _Walk:
         # beside it (a fallback, followed across calls by context.py), switch or not.
         kernel_branch = self.capability_guard(node)
         cuda = cuda_check(test)
+        # `if torch.cuda.is_available(): ... else: raise NotImplementedError`: CUDA is required, so the
+        # CUDA branch is the only path and never skipped (the device check itself still reads it)
+        cuda_only = cuda if cuda and not _gives_up(node.orelse if cuda == "body" else node.body) else None
         if not config and kernel_branch is None and cuda is None:
             self.body(node.body)
             self.body(node.orelse)
@@ -546,14 +549,14 @@ class _Walk:
         body_end = max((getattr(s, "end_lineno", s.lineno) for s in node.body), default=node.lineno)
         # the branch that runs only on a CUDA device, whatever decides the test (`if device_type == "cuda"`
         # reads a local, yet the branch is skipped on Trainium all the same)
-        fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda == "body"])
+        fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda_only == "body"])
         self.region = len(fx.regions) - 1
         self.body(node.body)
         self.region = parent
         if node.orelse:
             start = node.orelse[0].lineno
             end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
-            fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else", cuda == "else"])
+            fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else", cuda_only == "else"])
             self.region = len(fx.regions) - 1
             self.body(node.orelse)
         self.region = parent
