@@ -81,6 +81,7 @@ class Context:
     starts: list[str] = field(default_factory=list)
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
+    cuda_only: set[str] = field(default_factory=set)  # reached in the step only through CUDA-only branches
     notes: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
@@ -320,6 +321,26 @@ _CAPABILITY_CONDS = (["cap"], ["cuda"], ["not", ["cuda"]])
 _CUDA_ONLY_BRANCHES = ((["cuda"], "body"), (["not", ["cuda"]], "else"))
 
 
+def cuda_branch(region: list, line: int | None = None) -> bool:
+    """A region that runs only on a CUDA device (codefacts marks it; older facts say it by the
+    condition), holding `line` when one is given (the return branch of an early return is a hole)."""
+    marked = region[7] if len(region) > 7 else (region[2], region[3]) in _CUDA_ONLY_BRANCHES
+    hole = region[8] if len(region) > 8 else None
+    return bool(marked) and not (line is not None and hole and hole[0] <= line <= hole[1])
+
+
+def in_cuda_branch(code: dict, index: int) -> bool:
+    """Whether a region, or one around it, runs only on a CUDA device."""
+    regions = code.get("regions", ())
+    seen = 0
+    while 0 <= index < len(regions) and seen < 50:
+        if cuda_branch(regions[index]):
+            return True
+        index = regions[index][4]
+        seen += 1
+    return False
+
+
 def in_fallback(code: dict, index: int) -> str | None:
     """Whether a region (or one around it) is the GPU branch of a check with a PyTorch path beside it:
     "auto" for a capability check (false on Trainium by itself: `HAS_TRITON`, `x.is_cuda`), "switch"
@@ -457,8 +478,9 @@ class Graph:
         return STEP
 
     def edges(self, node: str) -> list:
-        """(target node or "a:name", edge label, gate, fallback) for everything `node` may run; computed
-        once per node (entry detection and the three propagations walk the same edges)."""
+        """(target node or "a:name", edge label, gate, fallback, only on a CUDA device) for everything
+        `node` may run; computed once per node (entry detection and the propagations walk the same
+        edges)."""
         hit = self._edges.get(node)
         if hit is None:
             hit = self._edges[node] = list(self._edges_of(node))
@@ -486,37 +508,40 @@ class Graph:
             g = gate_of(region)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             fb = in_fallback(code, region) if region >= 0 else None
+            cu = region >= 0 and in_cuda_branch(code, region)
             if ref.startswith(("a:", "s:")):
-                yield "a:" + ref[2:], label, g, fb
+                yield "a:" + ref[2:], label, g, fb, cu
             else:
                 for target in self.resolve(rel, ref):
-                    yield target, label, g, fb
+                    yield target, label, g, fb, cu
         for mod, region in code.get("imports", {}).get(scope, ()):
             g = gate_of(region)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             fb = in_fallback(code, region) if region >= 0 else None
+            cu = region >= 0 and in_cuda_branch(code, region)
             for target in self.import_targets(rel, mod):
-                yield target, label, g, fb
+                yield target, label, g, fb, cu
         for table, key, region in code.get("lookups", {}).get(scope, ()):
             g = gate_of(region)
             base = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             fb = in_fallback(code, region) if region >= 0 else None
+            cu = region >= 0 and in_cuda_branch(code, region)
             for target, label, gg in self.lookup_edges(rel, table, key, base, g):
-                yield target, label, gg, fb
+                yield target, label, gg, fb, cu
         d = code.get("defs", {}).get(scope) if scope else None
         if d is not None and d[2] == "c":
             for meth in self.class_methods.get((rel, scope), ()):
                 m = meth.rsplit(".", 1)[-1]
                 if m in _IMPLICIT or ("hook" in code["defs"][meth][3] and d[5]):
-                    yield f"{rel}::{meth}", STEP, None, None
+                    yield f"{rel}::{meth}", STEP, None, None, False
             for base in d[4]:
                 if base.startswith(("q:", "l:")):
                     for target in self.resolve(rel, base):
-                        yield target, STEP, None, None
+                        yield target, STEP, None, None, False
         if not scope:  # importing a module registers what its decorators register
             for name, dd in code.get("defs", {}).items():
                 if "registered" in dd[3]:
-                    yield f"{rel}::{name}", STEP, None, None
+                    yield f"{rel}::{name}", STEP, None, None, False
 
     def import_targets(self, rel: str, module: str) -> list[str]:
         from .reach import _module_prefixes, _resolve
@@ -592,8 +617,11 @@ def propagate(graph: Graph, entries: list[str],
         if lab != label.get(node):
             continue
         here_gate = gates.get(node)
-        for target, edge_label, gate, fb in graph.edges(node):
-            if fb and skip_fallback and (skip_fallback == "any" or fb == skip_fallback):
+        for target, edge_label, gate, fb, cu in graph.edges(node):
+            if skip_fallback == "cuda":
+                if cu:
+                    continue  # a branch that runs only on a CUDA device: what only it reaches, Trainium skips
+            elif fb and skip_fallback and (skip_fallback == "any" or fb == skip_fallback):
                 continue  # the GPU branch of a check with a PyTorch path: what only it reaches is a fallback
             if target.startswith("a:"):
                 name = target[2:]
@@ -795,7 +823,7 @@ def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = 
                 if meth.rsplit(".", 1)[-1] in names and f"{r}::{meth}" not in seen:
                     seen.add(f"{r}::{meth}")
                     todo.append(f"{r}::{meth}")
-        for target, label, _gate, _fb in graph.edges(node):
+        for target, label, _gate, _fb, _cu in graph.edges(node):
             if label != STEP:
                 continue
             if target.startswith("a:"):
@@ -942,6 +970,10 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         # of those, reached past a capability check alone: Trainium takes the PyTorch path by itself
         auto = propagate(graph, ctx.starts, skip_fallback="switch")[0]
         ctx.auto_fallback = {n for n in ctx.fallback_only if auto.get(n, UNREACHED) == STEP}
+        # reached in the step only through branches that run on a CUDA device alone (`wrap_with_cuda_graph`
+        # returns the eager function unless the device is CUDA): Trainium never runs them
+        off_cuda = propagate(graph, ctx.starts, skip_fallback="cuda")[0]
+        ctx.cuda_only = {n for n, lab in ctx.labels.items() if lab == STEP and off_cuda.get(n, UNREACHED) > STEP}
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
     ext_labels = extension_labels(graph, reach, ctx) if ctx.labels else {}
     for f in findings:
@@ -955,31 +987,95 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             label_native(f, ext, ext_labels[ext], ctx)
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
-    cuda_only(findings, info_by, housekeeping)
+    cuda_only(findings, info_by, housekeeping, ctx)
+    optional_dependencies(findings)
     return ctx
 
 
-def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str]) -> None:
+# Extras, dependency groups and requirements files for developing the project, not for training it.
+DEV_EXTRA = re.compile(r"(?i)^(dev|devel|develop|development|test|tests|testing|docs?|documentation|lint|linting|"
+                       r"quality|style|format|typing|types|mypy|ci|check|checks|bench|benchmarks?|pre-?commit|"
+                       r"notebooks?)$")
+_WORDS = re.compile(r"[^A-Za-z0-9]+")
+
+
+def dev_requirements_file(path: str) -> bool:
+    """`requirements-dev.txt`, `requirements_test.txt`, `requirements/docs.txt`, `dev-requirements.in`."""
+    from .sources.deps import dependency_kind
+
+    if dependency_kind(path) != "requirements":
+        return False
+    parts = path.split("/")
+    words = _WORDS.split(parts[-1].rsplit(".", 1)[0]) + ([parts[-2]] if len(parts) > 1 else [])
+    return any(DEV_EXTRA.match(w) for w in words if w)
+
+
+def optional_dependencies(findings: list[Finding]) -> None:
+    """What a Trainium install does not have, so the fallback runs. A GPU library imported under
+    `try/except ImportError` (a handler that neither raises nor exits) or `if is_x_available():`, and
+    used behind that guard, runs only when the user installs it: an opt-in feature named for the
+    library (`only when flash_attn is installed`). A GPU package listed only in an optional extra is
+    the opt-in feature `extra:<name>`; in a development extra (dev, test, docs, lint, ...) or a
+    requirements-dev file it is not training at all. An unconditional import of the same library on
+    the training path keeps both must-port: the training job needs it."""
+    required = {_module_root(f.symbol) for f in findings
+                if f.context == "step" and f.category != "dependency" and not f.fallback}
+    for f in findings:
+        if f.context != "step":
+            continue
+        lib = f.details.get("optional_library")
+        extra = f.details.get("extra")
+        if lib and f.fallback and lib not in required:
+            f.context, f.gate = "opt-in", f"only when {lib} is installed (imported under a guard with a fallback)"
+            f.details["feature"] = lib
+            f.details["context_reason"] = f"`{lib}` is optional: without it the fallback runs"
+        elif f.category == "dependency" and _module_root(f.symbol) not in required:
+            dev = (extra and DEV_EXTRA.match(extra)) or (not extra and dev_requirements_file(f.path))
+            if dev:
+                f.context = "off-path"
+                f.details["context_reason"] = (f"listed only in the development extra [{extra}]" if extra
+                                               else "listed only in a development requirements file") \
+                    + ": not installed for training"
+            elif extra:
+                f.context, f.gate = "opt-in", f"only when installed with the [{extra}] extra"
+                f.details["feature"] = f"extra:{extra}"
+                f.details["context_reason"] = f"listed only in the optional extra [{extra}]"
+
+
+def _module_root(symbol: str) -> str:
+    """The import name a symbol or a package name starts with: `flash-attn` and `flash_attn.ops` give flash_attn."""
+    return symbol.lstrip(".").split(".", 1)[0].replace("-", "_").lower()
+
+
+def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ctx: Context | None = None) -> None:
     """Device housekeeping (synchronize, memory statistics, TF32 and cuDNN flags, CUDA graphs) in a
-    branch that runs only on a CUDA device (`if x.is_cuda:`, `if torch.cuda.is_available():`) is
-    skipped on Trainium and nothing is lost: it is listed as CUDA-only, never costed. A branch that
-    also places data or picks the device (`device = "cuda"`) stays a concern, and so does its test."""
-    regions: dict[tuple[str, int], list[Finding]] = {}
+    branch that runs only on a CUDA device (`if x.is_cuda:`, `if torch.cuda.is_available():`, the rest
+    of a function after `if device.type != "cuda": return`), or in a function the step reaches only
+    through such branches, is skipped on Trainium and nothing is lost: it is listed as CUDA-only,
+    never costed. A branch that also places data or picks the device (`device = "cuda"`) stays a
+    concern, and so does its test."""
+    groups: dict[tuple[str, object], list[Finding]] = {}
     for f in findings:
         code = (info_by[f.path].facts.get("code") or {}) if f.path in info_by else {}
-        if f.context not in ("step", "opt-in", "evaluation") or not code.get("regions"):
+        if f.context not in ("step", "opt-in", "evaluation") or not code:
             continue
-        r = innermost_region(code, f.line, lambda region: (region[2], region[3]) in _CUDA_ONLY_BRANCHES)
+        r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
         if r is not None:
-            regions.setdefault((f.path, r), []).append(f)
-    for (path, r), fs in sorted(regions.items(), key=lambda kv: kv[0]):
-        if all(f.rule in housekeeping for f in fs):
-            text = (info_by[path].facts.get("code") or {})["regions"][r][5]
-            for f in fs:
-                if f.context == "step":
-                    f.context, f.gate = "opt-in", f"only on a CUDA device (`{text}`)"
-                    f.details["feature"] = "cuda"
-                    f.details["context_reason"] = "CUDA-only housekeeping behind a device check: skipped on Trainium"
+            groups.setdefault((f.path, r), []).append(f)
+        elif ctx is not None and ctx.cuda_only and (node := node_of(code, f.path, f.scope)) in ctx.cuda_only:
+            groups.setdefault((f.path, node), []).append(f)
+    for (path, where), fs in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+        if not all(f.rule in housekeeping for f in fs):
+            continue
+        if isinstance(where, int):
+            gate = f"only on a CUDA device (`{(info_by[path].facts.get('code') or {})['regions'][where][5]}`)"
+        else:
+            gate = f"only on a CUDA device (`{where.partition('::')[2]}` is reached only through CUDA-only branches)"
+        for f in fs:
+            if f.context == "step":
+                f.context, f.gate = "opt-in", gate
+                f.details["feature"] = "cuda"
+                f.details["context_reason"] = "CUDA-only housekeeping behind a device check: skipped on Trainium"
 
 
 def extension_labels(graph: Graph, reach, ctx: Context) -> dict[str, tuple[int, str]]:

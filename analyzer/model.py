@@ -341,7 +341,8 @@ class Report:
         }
         if self.opt_in:
             summary["opt_in"] = {"features": len(self.opt_in),
-                                 "p50": round(sum(p.estimate.p50 for p in self.opt_in), 2)}
+                                 # the sum of the features' p50 as reported, so a report reads back unchanged
+                                 "p50": round(sum(round(p.estimate.p50, 2) for p in self.opt_in), 2)}
         if self.evaluation is not None:
             summary["evaluation"] = {"p50": round(self.evaluation.estimate.p50, 2),
                                      "p80": round(self.evaluation.estimate.p80, 2)}

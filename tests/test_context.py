@@ -447,3 +447,195 @@ def test_evaluator_validator_and_exporter_modules_are_evaluation():
         assert evaluation_path(path), path
     assert not evaluation_path("pkg/models/model.py")
     assert not evaluation_path("pkg/validation_loss.py")  # a loss used in training, not a validator
+
+
+def test_more_cuda_only_shapes_strings_nccl_and_early_returns(tmp_path):
+    root = tree(tmp_path, {"train.py": """\
+        import os
+        import torch
+        import torch.distributed as dist
+
+        class Runner:
+            def setup(self, device, backend):
+                device_type = str(device).split(":")[0]
+                if device_type == "cuda":
+                    os.environ["TORCH_NCCL_BLOCKING_WAIT"] = "1"
+                if self.device_type == "cuda":
+                    torch.cuda.empty_cache()
+                if str(device).startswith("cuda"):
+                    torch.cuda.synchronize()
+                if device.startswith("cuda:"):
+                    torch.cuda.set_device(device)
+                if backend == "nccl":
+                    dist.barrier(device_ids=[0])
+                if dist.get_backend() != "nccl":
+                    pass
+                else:
+                    torch.cuda.reset_peak_memory_stats()
+                if device_type == "cuda":
+                    torch.cuda.synchronize()
+                    model = torch.zeros(1).cuda()
+
+        def report(device):
+            if not torch.cuda.is_available():
+                torch.cuda.synchronize()
+                return "no cuda"
+            used = torch.cuda.max_memory_allocated()
+            return used
+
+        def graphed(fn):
+            if device_type() != "cuda":
+                return fn
+            def run(*args):
+                return Graph(fn)(*args)
+            return run
+
+        class Graph:
+            def __init__(self, fn):
+                self.fn = fn
+
+            def __call__(self, *args):
+                g = torch.cuda.CUDAGraph()
+                return self.fn(*args)
+
+        def device_type():
+            return "cpu"
+
+        def train(model, x, opt):
+            runner = Runner(); runner.setup("cpu", "gloo")
+            step = graphed(model)
+            loss = step(x).sum()
+            loss.backward()
+            opt.step()
+            print(report("cpu"))
+
+        if __name__ == "__main__":
+            train(None, torch.ones(1), None)
+        """})
+    report = scan(root)
+    got = {f.line: (f.context, f.gate) for f in report.findings + report.off_path}
+    cuda = {line for line, (context, gate) in got.items() if context == "opt-in" and "CUDA device" in (gate or "")}
+    assert got[9] == ("opt-in", "only on a CUDA device (`device_type == 'cuda'`)")  # NCCL env var
+    assert {9, 11, 13, 15, 17, 21} <= cuda  # strings, startswith, NCCL backend, the else of `!= "nccl"`
+    # a branch that also places data stays a concern, housekeeping and all
+    assert got[23][0] == got[24][0] == "step"
+    # an early return leaves the rest of the function (and the check itself) to CUDA devices
+    assert 27 in cuda and 30 in cuda
+    assert got[28][0] == "step"  # the return branch runs everywhere: not CUDA-only
+    # a class reached only through the CUDA-only rest of a wrapper never runs on Trainium
+    assert got[45] == ("opt-in", "only on a CUDA device (`Graph.__call__` is reached only through CUDA-only branches)")
+
+
+def test_a_gpu_library_behind_an_import_guard_is_opt_in_unless_imported_unconditionally(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            from pkg.norm import norm
+            from pkg.attn import attn
+            from pkg.quant import quantize
+
+            def train(model, x, opt):
+                loss = quantize(attn(norm(x))).sum()
+                loss.backward()
+                opt.step()
+
+            if __name__ == "__main__":
+                train(None, torch.ones(1), None)
+            """,
+        "pkg/__init__.py": "",
+        "pkg/norm.py": """\
+            import torch
+            try:
+                from apex.normalization import fused_layer_norm
+                has_apex = True
+            except ImportError:
+                has_apex = False
+
+            def norm(x):
+                if has_apex:
+                    return fused_layer_norm(x)
+                return torch.nn.functional.layer_norm(x, x.shape[-1:])
+            """,
+        "pkg/attn.py": """\
+            from pkg.fast import fast
+            try:
+                import flash_attn
+            except ImportError:
+                flash_attn = None
+
+            def attn(x):
+                if flash_attn is not None:
+                    return flash_attn.flash_attn_func(x, x, x)
+                return fast(x)
+            """,
+        "pkg/fast.py": """\
+            from flash_attn import flash_attn_func
+
+            def fast(x):
+                return flash_attn_func(x, x, x)
+            """,
+        "pkg/quant.py": """\
+            from transformers.utils import is_bitsandbytes_available
+            if is_bitsandbytes_available():
+                import bitsandbytes as bnb
+
+            def quantize(x):
+                return x
+            """,
+        "pyproject.toml": """\
+            [project]
+            name = "demo"
+            dependencies = ["torch", "deepspeed"]
+
+            [project.optional-dependencies]
+            quant = ["bitsandbytes>=0.43"]
+            flash = ["flash-attn"]
+            dev = ["liger-kernel", "pytest"]
+            """,
+        "requirements-dev.txt": "vllm\n",
+        "setup.py": """\
+            from setuptools import setup
+            setup(name="demo", install_requires=["torch"],
+                  extras_require={"fp8": ["transformer-engine"], "tests": ["xformers"]})
+            """,
+    })
+    report = scan(root)
+    got = {(f.path, f.line): (f.context, f.gate, f.details.get("feature")) for f in report.findings + report.off_path}
+    # try/except ImportError with a handler that goes on, and `if is_x_available():`: opt-in, named for the library
+    assert got[("pkg/norm.py", 3)] == ("opt-in", "only when apex is installed (imported under a guard with a fallback)", "apex")
+    assert got[("pkg/norm.py", 10)][2] == "apex"
+    assert got[("pkg/quant.py", 3)][0:3:2] == ("opt-in", "bitsandbytes")
+    # flash_attn is also imported unconditionally on the path: every use stays must-port
+    assert got[("pkg/attn.py", 3)][0] == got[("pkg/fast.py", 1)][0] == "step"
+    # dependencies: core stays, an optional extra is opt-in, a development extra or file is off the path
+    assert got[("pyproject.toml", 3)][0] == "step"
+    assert got[("pyproject.toml", 6)] == ("opt-in", "only when installed with the [quant] extra", "extra:quant")
+    assert got[("pyproject.toml", 7)][0] == "step"  # flash-attn: imported unconditionally by pkg/fast.py
+    assert got[("pyproject.toml", 8)][0] == "off-path"
+    assert got[("requirements-dev.txt", 1)][0] == "off-path"
+    setup = {f.symbol: (f.context, f.details.get("feature")) for f in report.off_path if f.path == "setup.py"}
+    assert setup == {"transformer-engine": ("opt-in", "extra:fp8"), "xformers": ("off-path", None)}
+    assert {p.name for p in report.opt_in} >= {"apex", "bitsandbytes", "extra:quant", "extra:fp8"}
+
+
+def test_a_cuda_branch_whose_alternative_raises_is_required_not_skipped(tmp_path):
+    root = tree(tmp_path, {"train.py": """\
+        import torch
+
+        def init(rank):
+            if torch.cuda.is_available():
+                torch.cuda.set_device(rank)
+            else:
+                raise NotImplementedError("CUDA was not found")
+
+        def train(model, x, opt):
+            init(0)
+            model(x).sum().backward()
+            opt.step()
+
+        if __name__ == "__main__":
+            train(None, torch.ones(1), None)
+        """})
+    report = scan(root)
+    got = {f.line: f.context for f in report.findings + report.off_path}
+    assert got[4] == got[5] == "step"  # Trainium reaches the raise: the CUDA branch is the only path

@@ -551,7 +551,9 @@ def _add_dependency_hits(reqs, lines: list[str], col: _Collector, ctx: ScanConte
         symbol = req.name or req.text
         column = _column(line_text, req.text.split()[0] if req.text else "", symbol)
         snippet = " ".join(line_text.split())[:160]
-        col.add(_finding(rule, ctx, rel, req.line, column, symbol, snippet))
+        # listed only in an optional extra or dependency group: context.py makes it opt-in or off the path
+        details = {"extra": req.extra} if req.extra else None
+        col.add(_finding(rule, ctx, rel, req.line, column, symbol, snippet, details=details))
 
 
 def _scan_deps(job: FileJob, text: str, ctx: ScanContext, result: FileResult) -> None:

@@ -16,7 +16,9 @@ is a plain JSON-able record cached with the file's result:
   condition region it sits in (-1 for none).
 - `regions`: conditions on configuration (`if args.fused_softmax:`, `if os.environ.get("X") == "1":`,
   `if not self.training:`): [first line, last line, condition, branch ("body"/"else"), parent region,
-  text]. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
+  text, GPU branch of a capability check with a PyTorch path beside it, runs only on a CUDA device
+  (`if x.is_cuda:`, `if device_type == "cuda":`, the rest of a function after
+  `if not torch.cuda.is_available(): return`, with the return branch's lines as a hole)]. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
   found anywhere in the repository; whatever it cannot read is ["?"] (unknown: never a gate).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
@@ -396,9 +398,25 @@ class _Walk:
         if kind == "m" and node.name == "__init__" and self.cls and CONFIG_CLASS.search(self.cls.rsplit(".", 1)[-1]):
             for pname, value in _all_param_defaults(node):
                 fx.options.append([pname, value, node.lineno])
-        self.body(node.body)
+        self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
         self.scope, self.region, self.params = saved
+
+    def function_body(self, stmts: list[ast.stmt], end: int) -> None:
+        """A function's statements. `if not torch.cuda.is_available(): return ...` at its top level
+        leaves the rest of the function to CUDA devices alone (the early return dominates it): the
+        rest, with the test (the device check itself), is a CUDA-only region; the return branch is not."""
+        fx = self.fx
+        for st in stmts:
+            before = len(fx.regions)
+            self.stmt(st)
+            if (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return
+                    and len(fx.regions) > before and cuda_check(st.test) == "else"):
+                ret = fx.regions[before]
+                ret[0] = st.body[0].lineno  # the return branch starts after the test ...
+                fx.regions.append([st.lineno, end, ["cuda"], "body", self.region,
+                                   f"if {_text(st.test)}: return", False, True, [ret[0], ret[1]]])  # ... and is not CUDA-only
+                self.region = len(fx.regions) - 1
 
     def markers(self, node: ast.FunctionDef, kind: str) -> list[str]:
         out = []
@@ -517,6 +535,9 @@ class _Walk:
         # beside it (a fallback, followed across calls by context.py), switch or not.
         kernel_branch = self.capability_guard(node)
         cuda = cuda_check(test)
+        # `if torch.cuda.is_available(): ... else: raise NotImplementedError`: CUDA is required, so the
+        # CUDA branch is the only path and never skipped (the device check itself still reads it)
+        cuda_only = cuda if cuda and not _gives_up(node.orelse if cuda == "body" else node.body) else None
         if not config and kernel_branch is None and cuda is None:
             self.body(node.body)
             self.body(node.orelse)
@@ -528,14 +549,16 @@ class _Walk:
         text = _text(test)
         parent = self.region
         body_end = max((getattr(s, "end_lineno", s.lineno) for s in node.body), default=node.lineno)
-        fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body"])
+        # the branch that runs only on a CUDA device, whatever decides the test (`if device_type == "cuda"`
+        # reads a local, yet the branch is skipped on Trainium all the same)
+        fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda_only == "body"])
         self.region = len(fx.regions) - 1
         self.body(node.body)
         self.region = parent
         if node.orelse:
             start = node.orelse[0].lineno
             end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
-            fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else"])
+            fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else", cuda_only == "else"])
             self.region = len(fx.regions) - 1
             self.body(node.orelse)
         self.region = parent
@@ -797,10 +820,16 @@ def _names_cuda(node: ast.AST) -> bool:
     return type(v) is str and (v == "cuda" or v.startswith("cuda:"))
 
 
+def _names_nccl(node: ast.AST) -> bool:
+    return _literal(node) == "nccl"
+
+
 def cuda_check(test: ast.AST) -> str | None:
     """"body" when an `if` test holds only on a CUDA device (`x.is_cuda`, `torch.cuda.is_available()`,
-    `x.device.type == "cuda"`, `"cuda" in str(device)`, or a conjunction with one), "else" for its
-    negation; None otherwise. On Trainium that branch is skipped."""
+    any value compared with "cuda" (`x.device.type == "cuda"`, `device_type == "cuda"`),
+    `"cuda" in str(device)`, `str(device).startswith("cuda")`, a process group on NCCL, CUDA's own
+    backend (`backend == "nccl"`, `dist.get_backend() == "nccl"`), or a conjunction with one),
+    "else" for its negation; None otherwise. On Trainium that branch is skipped."""
     t = type(test)
     if t is ast.UnaryOp and type(test.op) is ast.Not:
         inner = cuda_check(test.operand)
@@ -811,10 +840,12 @@ def cuda_check(test: ast.AST) -> str | None:
         return "body"
     if t is ast.Call:
         parts = _chain(test.func) or []
+        if type(test.func) is ast.Attribute and test.func.attr == "startswith" and len(test.args) == 1:
+            return "body" if _names_cuda(test.args[0]) else None
         return "body" if parts[-2:] == ["cuda", "is_available"] else None
     if t is ast.Compare and len(test.ops) == 1:
         op, left, right = type(test.ops[0]), test.left, test.comparators[0]
-        if op in (ast.Eq, ast.NotEq) and (_names_cuda(right) or _names_cuda(left)):
+        if op in (ast.Eq, ast.NotEq) and (_names_cuda(right) or _names_cuda(left) or _names_nccl(right) or _names_nccl(left)):
             return "body" if op is ast.Eq else "else"
         if op in (ast.In, ast.NotIn) and _names_cuda(left):
             return "body" if op is ast.In else "else"

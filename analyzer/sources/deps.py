@@ -2,7 +2,9 @@
 
 Each format is read into Requirement rows with their line, then matched against the catalog's
 dependency clauses: GPU-only packages by (PEP 503 normalised) name, and CUDA pins (`+cu121` local
-versions, CUDA wheel index URLs, conda CUDA toolkits and the `nvidia` channel).
+versions, CUDA wheel index URLs, conda CUDA toolkits and the `nvidia` channel). A requirement keeps
+the optional extra or dependency group it is listed in (`extra`), so context.py can tell a core
+dependency from an opt-in or a development one.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from .native import line_finder
@@ -40,6 +42,7 @@ class Requirement:
     name: str  # normalised; "" for an index or find-links line
     text: str  # the requirement as written
     cuda_pin: bool
+    extra: str = ""  # the optional extra or dependency group it is listed in; "" for a core dependency
 
 
 def dependency_kind(relpath: str) -> str | None:
@@ -177,23 +180,31 @@ def _strings(value) -> list[str]:
     return []
 
 
+def _grouped(table) -> list[tuple[str, str]]:
+    """(spec, group) for a table of named requirement lists (`[project.optional-dependencies]`)."""
+    if not isinstance(table, dict):
+        return []
+    return [(s, str(group)) for group, value in table.items() for s in _strings(value)]
+
+
 def parse_pyproject(text: str) -> list[Requirement]:
     data = tomllib.loads(text)  # TOMLDecodeError is reported by the caller as a diagnostic
     finder = _LineFinder(text)
-    specs: list[str] = []
+    specs: list[tuple[str, str]] = []
     project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
-    specs += _strings(project.get("dependencies", []))
-    specs += _strings(project.get("optional-dependencies", {}))
-    specs += _strings(data.get("build-system", {}).get("requires", []) if isinstance(data.get("build-system"), dict) else [])
-    specs += _strings(data.get("dependency-groups", {}))
-    out = [r for s in specs if (r := parse_requirement(s, finder.find(s))) is not None]
+    specs += [(s, "") for s in _strings(project.get("dependencies", []))]
+    specs += _grouped(project.get("optional-dependencies", {}))
+    specs += [(s, "") for s in _strings(data.get("build-system", {}).get("requires", [])
+                                        if isinstance(data.get("build-system"), dict) else [])]
+    specs += _grouped(data.get("dependency-groups", {}))
+    out = [replace(r, extra=extra) for s, extra in specs if (r := parse_requirement(s, finder.find(s))) is not None]
     poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data.get("tool"), dict) else {}
     if isinstance(poetry, dict):
-        tables = [poetry.get("dependencies", {}), poetry.get("dev-dependencies", {})]
-        for group in (poetry.get("group", {}) or {}).values():
+        tables = [(poetry.get("dependencies", {}), ""), (poetry.get("dev-dependencies", {}), "dev")]
+        for gname, group in (poetry.get("group", {}) or {}).items():
             if isinstance(group, dict):
-                tables.append(group.get("dependencies", {}))
-        for table in tables:
+                tables.append((group.get("dependencies", {}), str(gname)))
+        for table, extra in tables:
             if not isinstance(table, dict):
                 continue
             for name, spec in table.items():
@@ -201,7 +212,7 @@ def parse_pyproject(text: str) -> list[Requirement]:
                     continue
                 line = finder.find(name)
                 pin = bool(_CUDA_PIN.search(" ".join(_strings(spec))))
-                out.append(Requirement(line, normalize(name), f"{name} = {spec!r}", pin))
+                out.append(Requirement(line, normalize(name), f"{name} = {spec!r}", pin, extra))
     out += _url_lines(text)
     return out
 
@@ -240,7 +251,8 @@ def parse_setup_cfg(text: str) -> list[Requirement]:
         if wanted and value:
             r = parse_requirement(value, i)
             if r:
-                out.append(r)
+                extra = key if section == "options.extras_require" else "tests" if key == "tests_require" else ""
+                out.append(replace(r, extra=extra))
     return out
 
 
@@ -291,12 +303,13 @@ def parse_pipfile(text: str) -> list[Requirement]:
     for table in ("packages", "dev-packages"):
         for name, spec in (data.get(table, {}) or {}).items():
             pin = bool(_CUDA_PIN.search(" ".join(_strings(spec))))
-            out.append(Requirement(finder.find(name), normalize(name), f"{name} = {spec!r}", pin))
+            out.append(Requirement(finder.find(name), normalize(name), f"{name} = {spec!r}", pin,
+                                   "dev" if table == "dev-packages" else ""))
     out += _url_lines(text)
     return out
 
 
-def parse_dependencies(kind: str, text: str, setup_requirements: list[tuple[int, str]] | None = None) -> list[Requirement]:
+def parse_dependencies(kind: str, text: str, setup_requirements: list[tuple] | None = None) -> list[Requirement]:
     if kind == "requirements":
         return parse_requirements_txt(text)
     if kind == "pyproject":
@@ -308,7 +321,9 @@ def parse_dependencies(kind: str, text: str, setup_requirements: list[tuple[int,
     if kind == "pipfile":
         return parse_pipfile(text)
     if kind == "setup.py":
-        reqs = [r for line, s in (setup_requirements or []) if (r := parse_requirement(s, line)) is not None]
+        # (line, requirement[, extra]): setup.py's extras_require keys and tests_require name the extra
+        reqs = [replace(r, extra=str(rest[0]) if rest else "")
+                for line, s, *rest in (setup_requirements or []) if (r := parse_requirement(s, line)) is not None]
         return reqs + [r for r in _url_lines(text) if r.cuda_pin]
     return []
 

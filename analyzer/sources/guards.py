@@ -54,17 +54,19 @@ class Guards:
         return any(g.kind == KERNEL for g in self.open) or any(s.guard_rest for s in scopes if s.kind == "function")
 
     def import_guard(self) -> tuple[bool, bool]:
-        """(guarded, type_only) for an import at the current position."""
-        return any(g.kind == IMPORT for g in self.open), any(g.kind == TYPE for g in self.open)
+        """(guarded, type_only) for an import at the current position: an import in a capability
+        branch with an alternative (`if find_spec("apex"): from apex import X else: X = nn.X`) is as
+        optional as one under `try/except ImportError`."""
+        return any(g.kind in (IMPORT, KERNEL) for g in self.open), any(g.kind == TYPE for g in self.open)
 
     def fallback(self, guarded: bool, optional: bool, node: cst.CSTNode, scopes: list[Scope]) -> tuple[bool, Guard | None]:
         """(is it a fallback, the kernel guard whose branch holds it) for a hit of a rule with a
         PyTorch path (`optional`: the rule's fallback flag) reached through a guarded import or not."""
         kernel = [g for g in self.open if g.kind == KERNEL]
+        if kernel:
+            return True, kernel[-1]  # judged again with the other branch (both GPU: no fallback)
         if guarded and optional:
             return True, None
-        if kernel:
-            return True, kernel[-1]
         return self.in_kernel_guard(scopes) or id(node) in self.ifexp_arms, None
 
     def record(self, hit, owner: Guard) -> None:

@@ -42,6 +42,22 @@ __all__ = ["Hit", "PyResult", "PythonScanner", "dotted_parts", "find_arg", "iter
            "scan_module", "snippet_of", "string_shapes"]
 
 _SETUP_KEYWORDS = frozenset({"install_requires", "extras_require", "setup_requires", "tests_require"})
+
+
+def _setup_strings(keyword: str, value: cst.CSTNode) -> dict[int, str]:
+    """The requirement strings of a setup() keyword, each with its extra: the key of an
+    `extras_require` dict entry (`{"flash": ["flash-attn"]}`), "tests" for `tests_require`."""
+    strings = (cst.SimpleString, cst.ConcatenatedString)
+    if keyword == "extras_require" and type(value) is cst.Dict:
+        out: dict[int, str] = {}
+        for el in value.elements:
+            key = literal_value(el.key) if type(el) is cst.DictElement else None
+            for n in iter_subtree(el.value):
+                if type(n) in strings:
+                    out[id(n)] = key if isinstance(key, str) else "extras"
+        return out
+    extra = "tests" if keyword == "tests_require" else "extras" if keyword == "extras_require" else ""
+    return {id(n): extra for n in iter_subtree(value) if type(n) in strings}
 _ENV_CALLS = frozenset({"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"})
 # Kinds whose symbol is a qualified name (its first part is a top-level module).
 _NAME_KINDS = frozenset({"import", "call", "attribute", "decorator"})
@@ -66,7 +82,7 @@ class Hit:
 @dataclass
 class PyResult:
     hits: list[Hit]
-    requirements: list[tuple[int, str]]  # setup.py install_requires & co, with lines
+    requirements: list[tuple[int, str, str]]  # setup.py install_requires & co: line, text, extra ("" for core)
     module: cst.Module  # the tree the hits' nodes are in (`neuron-ready fix` rewrites it)
 
 
@@ -87,14 +103,14 @@ class PythonScanner(Walker):
         self.hits: list[Hit] = []
         self.deferred: list[Hit] = []  # checked against the file's imports at the end (requires=)
         self.imports: set[str] = set()  # absolute module names this file imports (for requires=)
-        self.requirements: list[tuple[int, str]] = []
+        self.requirements: list[tuple[int, str, str]] = []
         self.store: set[int] = set()  # assignment targets
         self.discarded: set[int] = set()  # calls whose value is thrown away (expression statements)
         self.compared: set[int] = set()  # references that are compared (`x.dtype == torch.float16`)
         self.quiet = 0  # inside an import statement: names there are not references
         self.pending_kernels: list[Hit] = []
         self.autotune_configs: int | None = None
-        self.setup_strings: set[int] = set()
+        self.setup_strings: dict[int, str] = {}  # id of a requirement string -> its extra ("" for core)
         # The code matchers the catalog uses, in registry order; per event, the matchers that take it.
         matchers = [cls(self, index.patterns[name]) for name, cls in MATCHERS.items() if index.patterns.get(name)]
         self.on: dict[str, list] = {
@@ -199,6 +215,10 @@ class PythonScanner(Walker):
         # A device call under `if torch.cuda.is_available(): ... else: ...` has a path for other devices.
         if rule.fallback or rule.category == "device":
             fallback, owner = self.guards.fallback(guarded, rule.fallback, node, self.names.scopes)
+        if guarded and fallback and rule.fallback and rule.category == "gpu-library":
+            # imported under `try/except ImportError` or `if is_x_available():`: runs only when the user
+            # installs the library (context.py makes it an opt-in feature named for it)
+            details = {**(details or {}), "optional_library": symbol.lstrip(".").split(".", 1)[0]}
         hit = Hit(rule, clause, line, node, symbol, self.names.scope_name(), fallback, details or {})
         if owner is not None:
             self.guards.record(hit, owner)
@@ -489,10 +509,7 @@ class PythonScanner(Walker):
             elif self.collect_setup and q.split(".")[-1] == "setup":
                 for arg in node.args:
                     if arg.keyword is not None and arg.keyword.value in _SETUP_KEYWORDS:
-                        self.setup_strings.update(
-                            id(n) for n in iter_subtree(arg.value)
-                            if type(n) in (cst.SimpleString, cst.ConcatenatedString)
-                        )
+                        self.setup_strings.update(_setup_strings(arg.keyword.value, arg.value))
             if q.endswith(".backward"):
                 self.note_backward(line, node)
         elif ftype is cst.Attribute:
@@ -518,7 +535,7 @@ class PythonScanner(Walker):
         if id(node) in self.setup_strings:
             v = literal_value(node)
             if isinstance(v, str):
-                self.requirements.append((line, v))
+                self.requirements.append((line, v, self.setup_strings[id(node)]))
 
     def note_backward(self, line: int, node: cst.CSTNode) -> None:
         for check in self.on["backward"]:
