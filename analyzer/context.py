@@ -960,7 +960,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             label_native(f, ext, ext_labels[ext], ctx)
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
-        if f.path in ctx.core and f.context == "step" and not f.scope and not f.fallback:
+        if f.path in ctx.core and f.category == "gpu-library" and f.context == "step" and not f.scope and not f.fallback:
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
     cuda_only(findings, info_by, housekeeping)
     return ctx
