@@ -79,6 +79,7 @@ class Context:
     compiled: bool = False  # the training path calls torch.compile outside any switch that is off
     library: bool = False  # labels from a library's surface (no entry): unreached keeps the module answer
     starts: list[str] = field(default_factory=list)
+    core: set[str] = field(default_factory=set)  # library mode: files other modules import unconditionally
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
     cuda_only: set[str] = field(default_factory=set)  # reached in the step only through CUDA-only branches
@@ -521,12 +522,12 @@ class Graph:
             cu = region >= 0 and in_cuda_branch(code, region)
             for target in self.import_targets(rel, mod):
                 yield target, label, g, fb, cu
-        for table, key, region in code.get("lookups", {}).get(scope, ()):
+        for table, key, region, *text in code.get("lookups", {}).get(scope, ()):
             g = gate_of(region)
             base = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             fb = in_fallback(code, region) if region >= 0 else None
             cu = region >= 0 and in_cuda_branch(code, region)
-            for target, label, gg in self.lookup_edges(rel, table, key, base, g):
+            for target, label, gg in self.lookup_edges(rel, table, key, base, g, text[0] if text else ""):
                 yield target, label, gg, fb, cu
         d = code.get("defs", {}).get(scope) if scope else None
         if d is not None and d[2] == "c":
@@ -552,9 +553,10 @@ class Graph:
             hit = self._imports[key] = [f"{f}::" for f in _resolve(_module_prefixes(module, self.modules), rel)]
         return hit
 
-    def lookup_edges(self, rel: str, table: str, key: list, base: int, gate: Gate | None):
+    def lookup_edges(self, rel: str, table: str, key: list, base: int, gate: Gate | None, text: str = ""):
         """A table of alternatives asked for a name: the default key's entry at the lookup's label,
-        the others opt-in; every entry when the key cannot be read (the module-level answer)."""
+        the others opt-in; every entry when the key cannot be read (the module-level answer). A
+        class of a module chosen by name (`getattr(model, config.mlp_class_name)`) is the same."""
         owner, entries = self.table(rel, table)
         if not entries:
             return
@@ -564,12 +566,18 @@ class Graph:
                 label, g = base, gate
             else:
                 label = max(base, OPTIN)
-                g = gate or Gate(name, f"only when {table} selects {name!r} (the default is {_show(value)})")
+                when = f"{text or _feature(key)} == {name!r}" if table.startswith("module:") else f"{table} selects {name!r}"
+                g = gate or Gate(name, f"only when {when} (the default is {_show(value)})")
             for ref in refs:
                 for target in self.resolve(owner, ref):
                     yield target, label, g
 
     def table(self, rel: str, name: str) -> tuple[str, dict]:
+        if name.startswith("module:"):  # the classes a module defines, by name
+            for f in self.files_of(name[7:], rel)[:1]:
+                defs = self.code.get(f, {}).get("defs", {})
+                return f, {c: [f"l:{c}"] for c, d in defs.items() if d[2] == "c" and "." not in c}
+            return rel, {}
         code = self.code.get(rel, {})
         if name in code.get("registries", {}):
             return rel, code["registries"][name]
@@ -753,6 +761,7 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
             words = CAMEL_WORD.findall(node.rpartition("::")[2].rsplit(".", 1)[-1])
             if len(words) > 1:
                 family.setdefault(f"*{words[-1]}", []).append(node)
+    used = used_by_code(graph, rels)
     for base, members in family.items():
         n = len(set(members))
         if n < FAMILY_MIN:
@@ -760,6 +769,8 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
         bname = base.rpartition("::")[2] if "::" in base else base[2:] if base[:2] == "q:" else base
         kind = f"classes named `{bname}`" if bname.startswith("*") else f"subclasses of `{bname}`"
         for m in members:
+            if m in used:
+                continue  # the library's own code builds it: a part of what runs, not the user's pick
             cname = m.rpartition("::")[2]
             out.setdefault(m, Gate(cname, f"only when the user picks `{cname}` (one of {n} {kind})"))
     return out
@@ -800,6 +811,54 @@ def library_utilities(graph: Graph, roots: list[str]) -> dict[str, Gate]:
             out[node] = Gate(name, f"only when the user calls `{name}` (a one-time initialisation before training)")
         elif "surgery" in d[3]:
             out[node] = Gate(name, f"only when the user calls `{name}` (rewrites a model's weights outside the step)")
+    return out
+
+
+def core_modules(graph: Graph, rels: list[str]) -> set[str]:
+    """Files another module of the library imports in its own module code, outside any condition:
+    importing the package imports them, so what they import unconditionally is no optional
+    integration (`from flash_attn import ...` at the top of the model a trainer imports)."""
+    out: set[str] = set()
+    for rel in rels:
+        for mod, region in graph.code.get(rel, {}).get("imports", {}).get("", ()):
+            if region == -1:
+                out.update(t[:-2] for t in graph.import_targets(rel, mod) if t[:-2] != rel)
+    return out
+
+
+def used_by_code(graph: Graph, rels: list[str]) -> set[str]:
+    """Classes the library's own functions construct outside any condition
+    (`self.attn = CausalSelfAttention(...)` in a decoder layer): the library picks them, so they run
+    with their caller, never as an alternative of the user's. Naming a class as a value does not
+    count (`OptimInfo(opt_class=AdamP)` registers an alternative), nor does module-level code or
+    the class's own methods (a class constructing itself picks nothing)."""
+    out: set[str] = set()
+    for rel in rels:
+        for scope, refs in graph.code.get(rel, {}).get("calls", {}).items():
+            for ref in refs:
+                for target in graph.resolve(rel, ref):
+                    t_rel, _, t_scope = target.partition("::")
+                    if t_scope and not (t_rel == rel and (scope == t_scope or scope.startswith(t_scope + "."))):
+                        out.add(target)
+    return out
+
+
+def subcommands(graph: Graph, rel: str, func: str) -> list[tuple[str, str]]:
+    """(name, node) of each command a console script's function dispatches from a table of project
+    functions it hands over or looks up (`CLI({"pretrain": pretrain_fn, "generate": generate_fn})`,
+    `COMMANDS[args.command]()`): the user runs one subcommand at a time, so each is a program."""
+    code = graph.code.get(rel, {})
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    tables = [ref[2:] for ref, _region in code.get("refs", {}).get(func, ()) if ref.startswith("l:")]
+    tables += [t for t, *_rest in code.get("lookups", {}).get(func, ())]
+    for table in tables:
+        owner, entries = graph.table(rel, table) if not table.startswith("module:") else (rel, {})
+        if table in seen or not entries:
+            continue
+        seen.add(table)
+        for name, refs in sorted(entries.items()):
+            out += [(name, target) for ref in refs for target in graph.resolve(owner, ref) if target.partition("::")[2]]
     return out
 
 
@@ -903,6 +962,14 @@ def neuron_file(code: dict, facts: dict) -> bool:
     return any(m == n or m.startswith(n + ".") for m in facts.get("imports", ()) for n in NEURON_MODULES)
 
 
+def decorated_at(code: dict, line: int) -> str | None:
+    """The top-level function or class whose decorators span `line`."""
+    for start, def_line, name in code.get("decorated", ()):
+        if start <= line < def_line:
+            return name
+    return None
+
+
 def node_of(code: dict, rel: str, scope: str) -> str | None:
     """The innermost definition of a finding's scope that the facts know, as a node."""
     defs = code.get("defs", {})
@@ -964,6 +1031,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         ctx.starts = roots + api_methods(graph, roots)
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
+        ctx.core = core_modules(graph, on)
     if ctx.labels:
         solid = propagate(graph, ctx.starts, skip_fallback="any")[0]
         ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
@@ -987,6 +1055,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             label_native(f, ext, ext_labels[ext], ctx)
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
+        if f.path in ctx.core and f.category == "gpu-library" and f.context == "step" and not f.scope and not f.fallback:
+            f.details["core_import"] = True  # effort.py: a library the package cannot import without
     cuda_only(findings, info_by, housekeeping, ctx)
     optional_dependencies(findings)
     return ctx
@@ -1164,6 +1234,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         kernel = f.details.get("kernel")
         if kernel and f"{scope}.{kernel}".lstrip(".") in code.get("defs", {}):
             scope = f"{scope}.{kernel}".lstrip(".")  # a kernel's decorator runs at its definition; its body when launched
+        elif not scope and f.category == "custom-cuda":
+            scope = decorated_at(code, f.line) or scope  # `@custom_op(device_types="cuda")`: a concern where the op runs
         packaging = f.path.rsplit("/", 1)[-1] in PACKAGING_FILES  # run by pip, not imported by the trainer
         span = code.get("main_span") or []
         in_main = not scope and span and span[0] <= f.line <= span[1]

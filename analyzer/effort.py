@@ -386,7 +386,8 @@ class _Planner:
     def library_kind(self, d: _Draft) -> None:
         """Swap (a Neuron equivalent exists: the catalog's swap numbers), rewrite, or gate. A library a
         project uses only inside functions or behind a guard, or any library a library project uses,
-        is an optional integration: on Trainium it is switched off, not ported."""
+        is an optional integration (unless a module the package always imports imports it): on Trainium it
+        is switched off, not ported."""
         rule = self.catalog.get(self.findings[d.idx[0]].rule)
         hard = any(not self.findings[i].scope and not self.findings[i].fallback for i in d.idx)
         if all(self.findings[i].fallback for i in d.idx):
@@ -394,7 +395,10 @@ class _Planner:
             return
         # Only imported on the training path (its calls are opt-in or elsewhere): guard the import.
         imports_only = all(self.findings[i].snippet.startswith(("import ", "from ")) for i in d.idx)
-        if not self.keep and ((self.reach is not None and self.reach.mode == "library") or not hard or imports_only):
+        # A library's optional integration, unless a module the package always imports imports it.
+        optional = self.reach is not None and self.reach.mode == "library" and not any(
+            self.findings[i].details.get("core_import") for i in d.idx)
+        if not self.keep and (optional or not hard or imports_only):
             d.kind, verb = "gate-library", "Gate the optional integration"
         elif rule.effort.likely <= SWAP_LIMIT:
             d.kind, verb = "swap-library", "Swap"

@@ -610,6 +610,13 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
                 found.setdefault(rel, f"console script `{mod}:{func}` that trains")
                 if func:
                     entry_functions.append((rel, func))
+                continue
+            # a console script dispatching subcommands from a table: the ones that train are entries
+            for name, node in context.subcommands(graph, rel, func) if func else ():
+                target, _, scope = node.partition("::")
+                if usable(target) and context.trains_from(graph, target, start=node):
+                    found.setdefault(target, f"subcommand `{name}` of console script `{mod}:{func}`, which trains")
+                    entry_functions.append((target, scope))
     preferred = {r: w for r, w in found.items() if not _side(r)}
     for rel, why in (preferred or found).items():
         out.setdefault(rel, why)

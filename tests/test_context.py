@@ -639,3 +639,167 @@ def test_a_cuda_branch_whose_alternative_raises_is_required_not_skipped(tmp_path
     report = scan(root)
     got = {f.line: f.context for f in report.findings + report.off_path}
     assert got[4] == got[5] == "step"  # Trainium reaches the raise: the CUDA branch is the only path
+
+
+# ------------------------------------------------------------------------------------------ what the code picks
+
+
+def test_a_family_member_the_library_constructs_runs_with_its_caller(tmp_path):
+    root = tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/store.py": "class Attachable:\n    pass\n",
+        "pkg/model.py": """\
+            import torch
+            from flash_attn import flash_attn_func
+            from .store import Attachable
+            class FlashAttention(torch.nn.Module, Attachable):
+                def forward(self, q):
+                    return flash_attn_func(q, q, q)
+            class Embedding(torch.nn.Module, Attachable):
+                def forward(self, x):
+                    return torch.nonzero(x)
+            class Sampler(Attachable):
+                def draw(self, x):
+                    return torch.unique(x)
+            class DecoderLayer(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.attn = FlashAttention()
+                def forward(self, x):
+                    return self.attn(x)
+            """,
+        "pkg/trainer.py": """\
+            from .model import DecoderLayer
+            class Trainer:
+                def build(self):
+                    return DecoderLayer()
+            """,
+    })
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "library"
+    got = {(f.path, f.line): (f.context, f.details.get("feature")) for f in report.findings + report.off_path}
+    # the decoder layer builds its attention: no user picks it, it runs with the layer
+    assert got[("pkg/model.py", 6)] == ("step", None)
+    # the other members of the family nothing builds stay the user's alternatives
+    assert got[("pkg/model.py", 9)] == ("opt-in", "Embedding")
+    assert got[("pkg/model.py", 12)] == ("opt-in", "Sampler")
+    # a GPU library imported by a module the package always imports is no optional integration
+    flash = next(t for t in report.tasks if t.category == "gpu-library")
+    assert flash.title.startswith("Swap:"), flash.title
+
+
+def test_a_gpu_library_only_optional_modules_import_stays_an_optional_integration(tmp_path):
+    root = tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/fast.py": "from flash_attn import flash_attn_func\ndef attend(q):\n    return flash_attn_func(q, q, q)\n",
+        "pkg/model.py": "def attend(q, fast=False):\n    from .fast import attend as f\n    return f(q)\n",
+    })
+    flash = next(t for t in scan(root).tasks if t.category == "gpu-library")
+    assert flash.title.startswith("Gate the optional integration"), flash.title
+
+
+def test_a_console_script_table_of_subcommands_makes_the_training_ones_entries(tmp_path):
+    root = tree(tmp_path, {
+        "pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.scripts]\nx = "xpkg.__main__:main"\n',
+        "xpkg/__init__.py": "",
+        "xpkg/__main__.py": """\
+            from jsonargparse import CLI
+            from xpkg.finetune import setup as finetune_fn
+            from xpkg.generate import main as generate_fn
+            COMMANDS = {"finetune": finetune_fn, "generate": generate_fn}
+            def main():
+                CLI(COMMANDS)
+            """,
+        "xpkg/finetune.py": """\
+            import torch
+            from xpkg.model import Net
+            def setup():
+                fit(Net())
+            def fit(net):
+                loss = net(torch.ones(2).cuda()).sum()
+                loss.backward()
+            """,
+        "xpkg/model.py": "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return torch.nonzero(x)\n",
+        "xpkg/generate.py": "import torch\ndef main():\n    return torch.zeros(1).cuda()\n",
+    })
+    report = scan(root)
+    reach = report.extra["reach"]
+    assert reach["entries"] == ["xpkg/finetune.py"]
+    assert reach["entry_reasons"]["xpkg/finetune.py"] == (
+        "subcommand `finetune` of console script `xpkg.__main__:main`, which trains")
+    c = contexts(report)
+    assert c[("xpkg/finetune.py", 6)] == "step" and c[("xpkg/model.py", 4)] == "step"
+    assert c[("xpkg/generate.py", 3)] == "off-path"  # a subcommand that does not train
+
+
+def test_a_class_chosen_by_a_config_string_is_an_alternative_with_the_default_on_the_path(tmp_path):
+    root = tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/config.py": """\
+            from dataclasses import dataclass
+            import pkg.model
+            @dataclass
+            class Config:
+                mlp_class_name: str = "MLP"
+                @property
+                def mlp_class(self):
+                    return getattr(pkg.model, self.mlp_class_name)
+            """,
+        "pkg/model.py": """\
+            import torch
+            class MLP(torch.nn.Module):
+                def forward(self, x):
+                    return x.cuda()
+            class MoE(torch.nn.Module):
+                def forward(self, x):
+                    return torch.nonzero(x)
+            class Block(torch.nn.Module):
+                def __init__(self, config):
+                    super().__init__()
+                    self.mlp = config.mlp_class(config)
+                def forward(self, x):
+                    return self.mlp(x)
+            """,
+        "train.py": """\
+            from pkg.config import Config
+            from pkg.model import Block
+            def main():
+                block = Block(Config())
+                block(None).sum().backward()
+            if __name__ == "__main__":
+                main()
+            """,
+    })
+    report = scan(root)
+    got = {(f.path, f.line): (f.context, f.gate) for f in report.findings + report.off_path}
+    assert got[("pkg/model.py", 4)] == ("step", None)  # the default class
+    assert got[("pkg/model.py", 7)] == (
+        "opt-in", "only when self.mlp_class_name == 'MoE' (the default is 'MLP')")
+
+
+def test_callbacks_registered_on_an_op_run_when_the_op_does(tmp_path):
+    ops = """\
+        import torch
+        @torch.library.custom_op("x::op", mutates_args=(), device_types="cuda")
+        def op(x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
+        def backward(ctx, grad):
+            return torch.nonzero(grad)
+        op.register_autograd(backward)
+        """
+    train = """\
+        import torch
+        import ops
+        def main(x):
+            {call}
+            torch.optim.SGD([]).step()
+        if __name__ == "__main__":
+            main(torch.ones(1))
+        """
+    root = tree(tmp_path, {"ops.py": ops, "train.py": train.format(call="pass")})
+    c = contexts(scan(root))
+    assert c[("ops.py", 6)] == "off-path"  # imported, registered, never run
+    assert c[("ops.py", 2)] == "off-path"  # a CUDA-only op nobody calls needs no Neuron kernel
+    (root / "train.py").write_text(textwrap.dedent(train.format(call="ops.op(x)")))
+    c = contexts(scan(root))
+    assert c[("ops.py", 6)] == "step" and c[("ops.py", 2)] == "step"

@@ -23,6 +23,9 @@ is a plain JSON-able record cached with the file's result:
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
   classes: [name, value, line].
+- `decorated`: [first decorator line, def line, name] of decorated top-level functions.
+- `calls`: per function, the `q:`/`l:` names its own body calls (constructs) outside any if, loop,
+  try or match statement: what it always runs.
 - `registries` and `lookups`: tables of callables chosen by name (`{"flash": flash_fwd, ...}`) and
   where a reached scope picks from one (`TABLE[cfg.attn]`).
 - `bindings`: the file's top-level import bindings (so `from .ops import x` in a package's
@@ -106,6 +109,8 @@ class _Facts:
         self.options: list[list] = []
         self.registries: dict[str, dict[str, list[str]]] = {}
         self.lookups: dict[str, list[list]] = {}
+        self.decorated: list[list] = []  # [first decorator line, def line, name] of top-level functions
+        self.calls: dict[str, set[str]] = {}  # per function: project names it calls outside any condition
         self.flags: dict[str, list] = {}
         self.aliases: dict[str, str] = {}
         self.passed: dict[str, list] = {}
@@ -253,7 +258,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
     }
     for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
-                       ("host_values", sorted(fx.host_values))):
+                       ("host_values", sorted(fx.host_values)),
+                       ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated)):
         if value:
             out[key] = value
     if fx.neuron:
@@ -315,6 +321,7 @@ class _Walk:
         self.params: dict[str, object] = {}
         self.config_class = False  # inside a dataclass-like configuration class
         self.in_try = 0  # module-level statements under try: capability checks, not configuration
+        self.nest = 0  # if/for/while/try/match statements around the current one, in this function
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
 
     def run(self, tree: ast.Module) -> None:
@@ -334,7 +341,14 @@ class _Walk:
         elif t is ast.ClassDef:
             self.klass(st)
         elif t is ast.If:
+            self.nest += 1
             self.if_(st)
+            self.nest -= 1
+        elif (op := self.registration(st)) is not None:
+            # `op.register_autograd(backward, setup_context=setup)`: the callbacks run when `op` does
+            saved, self.scope = self.scope, op
+            self.expr_children(st)
+            self.scope = saved
         elif t is ast.Import or t is ast.ImportFrom:
             if t is ast.Import:
                 mods = [a.name for a in st.names]
@@ -355,6 +369,8 @@ class _Walk:
                 self.expr_children(st)
             is_try = t is ast.Try or t.__name__ == "TryStar"
             self.in_try += is_try
+            compound = is_try or t in (ast.For, ast.AsyncFor, ast.While) or t.__name__ == "Match"
+            self.nest += compound
             for field in ("body", "orelse", "finalbody", "handlers"):
                 sub = getattr(st, field, None)
                 if type(sub) is list:
@@ -367,6 +383,18 @@ class _Walk:
             if t.__name__ == "Match":
                 for case in st.cases:
                     self.body(case.body)
+            self.nest -= compound
+
+    def registration(self, st: ast.stmt) -> str | None:
+        """The function whose method a module-level statement calls (`combine_op.register_autograd(...)`,
+        `op.register_fake(fn)`): what the call hands over is that function's, not the module's."""
+        if self.scope or type(st) is not ast.Expr or type(st.value) is not ast.Call:
+            return None
+        func = st.value.func
+        if type(func) is not ast.Attribute or type(func.value) is not ast.Name:
+            return None
+        d = self.fx.defs.get(func.value.id)
+        return func.value.id if d is not None and d[2] == "f" else None
 
     def expr_children(self, st: ast.stmt) -> None:
         for field in st._fields:
@@ -388,10 +416,12 @@ class _Walk:
             self.expr(default)
         name = f"{self.scope}.{node.name}" if self.scope else node.name
         kind = "m" if self.cls is not None and self.scope == self.cls else "f"
+        if node.decorator_list and not self.scope:
+            fx.decorated.append([node.decorator_list[0].lineno, node.lineno, name])
         markers = self.markers(node, kind)
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
-        saved = (self.scope, self.region, self.params)
-        self.scope, self.region = name, -1
+        saved = (self.scope, self.region, self.params, self.nest)
+        self.scope, self.region, self.nest = name, -1, 0
         self.params = _flag_params(node)
         inner = _nested_defs(node)
         self.nested.append((name, inner))
@@ -400,7 +430,7 @@ class _Walk:
                 fx.options.append([pname, value, node.lineno])
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
-        self.scope, self.region, self.params = saved
+        self.scope, self.region, self.params, self.nest = saved
 
     def function_body(self, stmts: list[ast.stmt], end: int) -> None:
         """A function's statements. `if not torch.cuda.is_available(): return ...` at its top level
@@ -634,6 +664,10 @@ class _Walk:
             if v not in vals and len(vals) < 8:
                 vals.append(v)
         parts = _chain(n.func)
+        if parts and self.scope and self.scope != MAIN and self.region == -1 and not self.nest:
+            ref = fx.ref_of(parts, self.cls, self.nested)
+            if ref is not None and ref[:2] in ("q:", "l:"):
+                fx.calls.setdefault(self.scope, set()).add(ref)
         if parts and parts[-1] == "add_argument" and n.args:
             self.argparse(n)
         elif parts and parts[-1] == "option" and n.args:
@@ -650,6 +684,23 @@ class _Walk:
         elif parts and parts[-1] == "get" and len(parts) == 2 and len(n.args) >= 1:
             if _table_name(parts[0]) and (parts[0] in fx.local or parts[0] in fx.bindings):
                 fx.lookups.setdefault(self.scope, []).append([parts[0], fx.cond(n.args[0], self.params), self.region])
+        elif parts == ["getattr"] and len(n.args) == 2:
+            self.class_by_name(n)
+
+    def class_by_name(self, n: ast.Call) -> None:
+        """`getattr(litgpt.model, config.mlp_class_name)`: a class of a project module chosen by a
+        configuration string, a table of alternatives whose entries are the module's classes."""
+        owner = _chain(n.args[0])
+        q = self.fx.bindings.get(owner[0]) if owner else None
+        if q is None:
+            return
+        key = self.fx.cond(n.args[1], self.params)
+        field = _chain(n.args[1])
+        if key == ["?"] and self.config_class and field and len(field) == 2 and field[0] == "self":
+            key = ["opt", field[1]]  # a config class reading its own field: that field's default
+        if key != ["?"]:
+            module = ".".join([q, *owner[1:]])
+            self.fx.lookups.setdefault(self.scope, []).append(["module:" + module, key, self.region, _text(n.args[1])])
 
     def argparse(self, n: ast.Call) -> None:
         names = [_literal(a) for a in n.args]
