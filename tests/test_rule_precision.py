@@ -36,7 +36,7 @@ def test_int64_is_reported_where_it_reaches_an_op_without_an_integer_datapath():
         tokens = torch.tensor(0, dtype=torch.int64)
         tokens += (labels != -100).sum()
         total = dist_utils.dist_sum_tensor(tokens.to("neuron"), mesh)
-        scores = labels.long() @ table
+        scores = labels.long() @ table.long()
         out.scatter_add_(0, index, src.long())
         return torch.topk(torch.randperm(10), 3), total, scores
     '''
@@ -58,6 +58,8 @@ def test_int64_that_only_indexes_embeds_compares_or_is_cast_is_not_reported():
         out.scatter_add_(0, labels.long(), values)       # the index may narrow: lossless
         inv = 1.0 / (10000 ** (torch.arange(0, 64, 2).float() / 64))
         mixed = torch.matmul(self.emb(idx.long()), w)    # the embedding's output is float
+        angles = torch.arange(64) @ w.float()             # a float operand: float on any device
+        omega = 10000.0 ** (torch.arange(32).type_as(w) / 32)
         counts = torch.zeros(4, dtype=torch.int64)
         return x, loss, inv, mixed, counts[idx] == 0
     '''

@@ -53,6 +53,11 @@ _NOT_BOOLEAN_OPS = (ast.In, ast.NotIn, ast.Is, ast.IsNot)
 # Functions that build or initialise a model: what they read from a tensor is read once, not per step.
 _CONSTRUCTION = re.compile(r"(?i)(^|_)(init|initiali[sz]e|reset_parameters|init_weights?)(_|$)")
 
+
+def constructing(names: Names) -> bool:
+    """Inside a function that builds or initialises a model (`__init__`, `reset_parameters`, `_init_fn`)."""
+    return any(s.kind == "function" and _CONSTRUCTION.search(s.name) for s in names.scopes)
+
 Entries = list  # [(Rule, Match)]: the clauses of the active catalog that name a matcher
 
 
@@ -176,7 +181,7 @@ class TensorControlFlow(Matcher):
 
     def test(self, expr, line):
         scan = self.scan
-        if any(s.kind == "function" and _CONSTRUCTION.search(s.name) for s in scan.names.scopes):
+        if constructing(scan.names):
             return  # model construction and weight init run once, not per step
         culprit = tensor_value_read(scan.names, expr, scan.values.host_value)
         if culprit is not None:
@@ -555,7 +560,7 @@ _INT64_FACTORIES = frozenset({
     "torch.randint_like", "torch.randperm", "torch.linspace", "torch.eye",
 })
 _INT64_BY_DEFAULT = frozenset({"torch.arange", "torch.randint", "torch.randperm"})  # int64 without a dtype
-_TO_FLOAT = frozenset({"float", "half", "bfloat16", "double"})  # a cast that ends the integer value
+_TO_FLOAT = frozenset({"float", "half", "bfloat16", "double", "type_as"})  # a cast that ends the integer value
 _NOT_A_TENSOR = frozenset({"size", "dim", "item", "tolist", "numel", "ndimension", "data_ptr", "element_size"})
 # op -> (what it is, positions and keywords that are indices (lossless), for the function form)
 _LOSSY_CALLS = {
@@ -571,6 +576,9 @@ _LOSSY_METHODS = {
 }
 _INDEX_ARG = {"scatter_add": 2, "index_add": 2}  # torch.scatter_add(input, dim, index, src): index is position 2
 _ONLY_FIRST = frozenset({"topk"})  # topk's k is a Python int
+# An integer matmul or pow needs every operand integer: with a float one, PyTorch computes in float
+# on any device, so nothing changes on Neuron. A scatter-add's data fixes its accumulator's dtype.
+_ALL_INTEGER = frozenset({"matmul", "@", "pow", "**"})
 # A distributed reduction, by its name: torch.distributed's, and helpers named after one (`dist_sum`).
 _REDUCE_NAME = re.compile(r"(?i)(all_?reduce|reduce_?scatter)|^dist_(sum|mean|max|min|reduce)")
 
@@ -590,7 +598,7 @@ class Int64Lossy(Matcher):
         super().__init__(scan, entries)
         self.created: dict[int, tuple[int, Any, str, str]] = {}  # id(call) -> (line, node, symbol, scope)
         self.bound: dict[tuple[int, str], list[int]] = {}  # (id(scope), name) -> ids of calls it was given
-        self.ops: list[tuple[int, str, list[int], list[str]]] = []  # (id(scope), op, call ids, names)
+        self.ops: list[tuple[int, str, list]] = []  # (id(scope), op, per operand: (call ids, names, int literal))
         self.scopes: list = []  # keeps the scopes alive, so their ids stay unique
 
     def here(self) -> int:
@@ -683,11 +691,15 @@ class Int64Lossy(Matcher):
             self.reach("**", [node.left, node.right])
 
     def reach(self, op: str, operands) -> None:
-        ids: list[int] = []
-        names: list[str] = []
+        if constructing(self.scan.names):
+            return  # model construction runs once, on the host
+        found = []
         for expr in operands:
+            ids: list[int] = []
+            names: list[str] = []
             self.carried(expr, ids, names)
-        self.ops.append((self.here(), op, ids, names))
+            found.append((ids, names, isinstance(literal_value(expr), int)))
+        self.ops.append((self.here(), op, found))
 
     def assign(self, target, value, line):
         if type(target) is vocab.cst.Name:
@@ -698,10 +710,13 @@ class Int64Lossy(Matcher):
 
     def finish(self):
         reached: dict[int, str] = {}
-        for scope, op, ids, names in self.ops:
-            for cid in ids + [c for n in names for c in self.bound.get((scope, n), ())]:
-                if cid in self.created and cid not in reached:
-                    reached[cid] = op
+        for scope, op, operands in self.ops:
+            made = [[c for c in ids + [c for n in names for c in self.bound.get((scope, n), ())] if c in self.created]
+                    for ids, names, _lit in operands]
+            if op in _ALL_INTEGER and not all(m or lit for m, (_i, _n, lit) in zip(made, operands)):
+                continue
+            for cid in (c for m in made for c in m):
+                reached.setdefault(cid, op)
         for cid, op in sorted(reached.items(), key=lambda kv: self.created[kv[0]][0]):
             line, node, symbol, scope = self.created[cid]
             for rule, clause in self.entries:
