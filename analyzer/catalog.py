@@ -90,6 +90,7 @@ class ArgCond:
     string: bool | None = None  # True: value is a string (literal, f-string, concatenation); False: not
     maybe_none: bool | None = None  # True: value is None or an if-expression with a None arm
     int_like: bool | None = None  # True: value looks like a Python int (literal, `x.shape[0]`, `num_heads`)
+    tensor_like: bool | None = None  # True: value is shown to be a tensor (a torch call, a tensor method, a name given one)
 
 
 def conds_hold(conds: tuple[ArgCond, ...], find, value_ok) -> bool:
@@ -398,7 +399,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "aten": ("ops",),
     "trace": ("events",),
 }
-ARG_FIELDS = ("keyword", "position", "equals", "pattern", "names", "literal", "missing", "string", "maybe_none", "int_like")
+ARG_FIELDS = ("keyword", "position", "equals", "pattern", "names", "literal", "missing", "string", "maybe_none", "int_like",
+              "tensor_like")
 
 
 def _parse_arg(c: _Checker, raw: Any, fieldname: str) -> ArgCond:
@@ -425,10 +427,13 @@ def _parse_arg(c: _Checker, raw: Any, fieldname: str) -> ArgCond:
     string = c.boolean(raw, "string", fieldname + ".string")
     maybe_none = c.boolean(raw, "maybe_none", fieldname + ".maybe_none")
     int_like = c.boolean(raw, "int_like", fieldname + ".int_like")
-    flags = (literal, missing, string, maybe_none, int_like)
+    tensor_like = c.boolean(raw, "tensor_like", fieldname + ".tensor_like")
+    flags = (literal, missing, string, maybe_none, int_like, tensor_like)
     if not (equals or pattern or names or any(x is not None for x in flags)):
-        raise c.fail(fieldname, "needs one of equals, pattern, names, literal, missing, string, maybe_none, int_like")
-    return ArgCond(keyword, position, tuple(equals), pattern, names, literal, missing, string, maybe_none, int_like)
+        raise c.fail(fieldname, "needs one of equals, pattern, names, literal, missing, string, maybe_none, int_like, "
+                                "tensor_like")
+    return ArgCond(keyword, position, tuple(equals), pattern, names, literal, missing, string, maybe_none, int_like,
+                   tensor_like)
 
 
 def _parse_match(c: _Checker, raw: Any, idx: int) -> Match:

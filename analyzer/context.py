@@ -1059,6 +1059,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
     cuda_only(findings, info_by, housekeeping, ctx)
     optional_dependencies(findings)
+    runs_only_on(findings)
+    chosen_by_option(findings, defaults)
     return ctx
 
 
@@ -1146,6 +1148,35 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
                 f.context, f.gate = "opt-in", gate
                 f.details["feature"] = "cuda"
                 f.details["context_reason"] = "CUDA-only housekeeping behind a device check: skipped on Trainium"
+
+
+def runs_only_on(findings: list[Finding]) -> None:
+    """What the scanner saw run only on some data or device (python.py `only_on`: a branch under
+    `torch.is_complex(x)`, a CUDA backend flag set): opt-in and, like other devices' code, listed
+    but never costed (the gate starts with "only on ")."""
+    for f in findings:
+        where = f.details.get("only_on")
+        if where and f.context == "step":
+            f.context, f.gate = "opt-in", f"only on {where}"
+            f.details["feature"] = f.details.get("only_on_feature") or "condition"
+            f.details["context_reason"] = f"runs only on {where}"
+
+
+def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
+    """A precision a named option picks (python.py `chosen_by`: `if precision == "fp16":` beside a
+    bfloat16 branch, `{"float16": torch.float16, ...}[args.dtype]`) is must-port when the option's
+    default picks it, else opt-in behind that option: the user chooses, and BF16 is there."""
+    for f in findings:
+        name, when = f.details.get("chosen_by"), f.details.get("chosen_when") or []
+        if not name or f.context != "step":
+            continue
+        default = defaults.option(name)
+        if default is not UNKNOWN and str(default) in when:
+            continue
+        shown = " or ".join(f"'{w}'" for w in when)
+        f.context, f.gate = "opt-in", f"only when {name} is {shown} ({name} defaults to {_show(default)})"
+        f.details["feature"] = name
+        f.details["context_reason"] = f"a precision the user picks with {name}; another choice is bfloat16"
 
 
 def extension_labels(graph: Graph, reach, ctx: Context) -> dict[str, tuple[int, str]]:

@@ -62,8 +62,26 @@ def _parts(off_path: list[Finding], catalog: Catalog, reach, references, target:
     return opt_in, (part("evaluation", "evaluation, inference or export code", evaluation) if evaluation else None)
 
 
+def one_per_line(findings: list[Finding]) -> list[Finding]:
+    """One construct, one finding: a rule that matches twice on one line of one file
+    (`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`) is one finding, the first in
+    report order; the other matches are named in its `same_line` detail. (`neuron-ready fix`
+    rewrites through the hits, so it still sees each.)"""
+    kept: dict[tuple, Finding] = {}
+    out: list[Finding] = []
+    for f in findings:
+        key = (f.rule, f.path, f.cell, f.line, f.origin)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = f
+            out.append(f)
+        elif f.symbol != first.symbol and f.symbol not in first.details.get("same_line", ()):
+            first.details.setdefault("same_line", []).append(f.symbol)
+    return out
+
+
 def build_report(settings: Settings, catalog: Catalog, found: Discovery, results: list[FileResult]) -> Report:
-    findings: list[Finding] = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    findings: list[Finding] = one_per_line(sorted((f for r in results for f in r.findings), key=Finding.sort_key))
     diagnostics: list[Diagnostic] = sorted(
         found.diagnostics + [d for r in results for d in r.diagnostics], key=Diagnostic.sort_key
     )

@@ -97,10 +97,12 @@ def test_annotations_and_dtype_tables_do_nothing():
 
         TO_TORCH = {np.dtype("complex64"): torch.complex64, np.dtype("float16"): torch.float16}
         NAMES = {"fp16": torch.float16}
+        HALF = torch.float16
     ''')
     rules = {r for _, r, _ in found}
     assert "NR1016" not in rules and "NR1208" not in rules and "NR1213" not in rules
-    assert lines_of(found, "NR1205") == [9]  # a name-to-dtype choice is still a choice of FP16
+    # a name-to-dtype option table lists the choices (the audit: the user picks); a plain binding uses FP16
+    assert lines_of(found, "NR1205") == [10]
 
 
 def test_argparse_cuda_default_needs_to_reach_to_or_device():
@@ -145,13 +147,15 @@ def test_int64_positions_stay_lowest_and_min_confidence_hides_them(tmp_path):
     found = scan('''
         import torch
         pos = torch.arange(seq_len, dtype=torch.long)
+        torch.distributed.all_reduce(pos)
     ''')
     assert [r for _, r, _ in found] == ["NR1209"]
     rule = CATALOG.get("NR1209")
     precision = [r for r in CATALOG if r.category == "precision"]
     assert rule.confidence == "low"
     assert rule.effort.likely == min(r.effort.likely for r in precision)
-    project = write_tree(tmp_path / "p", {"train.py": "import torch\npos = torch.arange(n, dtype=torch.long)\n"})
+    project = write_tree(tmp_path / "p", {"train.py": "import torch\npos = torch.arange(n, dtype=torch.long)\n"
+                                                     "torch.distributed.all_reduce(pos)\n"})
     shown = run_cli("scan", str(project), "--isolated", "--no-cache").out
     hidden = run_cli("scan", str(project), "--isolated", "--no-cache", "--min-confidence", "medium").out
     assert "NR1209" in shown and "NR1209" not in hidden

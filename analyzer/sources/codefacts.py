@@ -85,6 +85,9 @@ def _literal(node: ast.AST):
     if type(node) is ast.UnaryOp and type(node.op) is ast.USub and type(node.operand) is ast.Constant:
         v = node.operand.value
         return -v if type(v) in (int, float) else ...
+    if type(node) is ast.IfExp:  # `"float16" if probe() else "float16"`: both arms give one value
+        body = _literal(node.body)
+        return body if body is not ... and _literal(node.orelse) == body else ...
     return ...  # Ellipsis: not a literal
 
 

@@ -14,7 +14,16 @@ import libcst as cst
 from ..catalog import ArgCond, Match, conds_hold
 from .pyindex import name_in
 from .scopes import Names
-from .vocab import NOT_LITERAL, dotted_parts, find_arg, literal_value, load_libcst, maybe_none, string_shapes
+from .vocab import (
+    NOT_LITERAL,
+    NOT_TENSOR_CALLS,
+    dotted_parts,
+    find_arg,
+    literal_value,
+    load_libcst,
+    maybe_none,
+    string_shapes,
+)
 
 load_libcst()
 
@@ -25,6 +34,13 @@ _INT_NAME = re.compile(
     r"(?i)^(n|k|num\w*|n_\w+|\w*_?size|\w*_?dim|top_?k|\w*_len|\w*batch\w*|samples?|\w*groups?|\w*heads?"
     r"|times|factor|repeat|n_?rep|\w*_count|count|\w*_num|\w*steps?|\w*width|\w*height|scale)$"
 )
+
+# Methods that return a tensor whatever they are called on, and ones that return a Python number.
+_TENSOR_METHODS = frozenset({
+    "sum", "cumsum", "long", "int", "bincount", "diff", "clamp", "clamp_min", "flatten", "view", "reshape",
+    "squeeze", "unsqueeze", "to", "cpu", "cuda", "count_nonzero", "repeat_interleave", "masked_fill", "where",
+})
+_NUMBER_METHODS = frozenset({"size", "dim", "numel", "item", "tolist", "ndimension", "get", "index", "count"})
 
 
 class Conditions:
@@ -54,7 +70,30 @@ class Conditions:
             return False
         if cond.maybe_none is not None and cond.maybe_none != maybe_none(value):
             return False
+        if cond.tensor_like is not None and cond.tensor_like != self.tensor_like(value):
+            return False
         return cond.int_like is None or cond.int_like == self.int_like(value)
+
+    def tensor_like(self, value: cst.CSTNode, follow: bool = True) -> bool:
+        """Shown to be a tensor, not a Python number: a `torch.*` call that makes one, a tensor
+        method's result (`counts.sum(0)`, `x.long()`), an element of a tensor (`counts[i]`), or, one
+        assignment away, a name given one. A bare name, a literal, a size or `len()` shows nothing."""
+        t = type(value)
+        if t is cst.Call and type(value.func) in (cst.Name, cst.Attribute):
+            q, _ = self.names.resolve(value.func)
+            if q is not None:
+                return q.startswith("torch.") and not q.startswith(NOT_TENSOR_CALLS)
+            func = value.func
+            return type(func) is cst.Attribute and (
+                func.attr.value in _TENSOR_METHODS or
+                (func.attr.value not in _NUMBER_METHODS and self.tensor_like(func.value, follow)))
+        if t is cst.Subscript:
+            return self.tensor_like(value.value, follow)
+        if t is cst.BinaryOperation:
+            return self.tensor_like(value.left, follow) or self.tensor_like(value.right, follow)
+        if t is cst.Name and follow and self.travel is not None:
+            return self.travel.travels(value, lambda v: self.tensor_like(v, follow=False))
+        return False
 
     def int_like(self, value: cst.CSTNode) -> bool:
         """A Python int rather than a tensor, judged from the expression: a literal, a shape or

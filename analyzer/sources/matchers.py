@@ -50,6 +50,13 @@ _XLA_STEP_CALLS = frozenset({
 # Calls (by their last name) from which the scanner learns a file trains or cuts XLA steps.
 _STEP_NAMES = frozenset({"backward", "mark_step", "optimizer_step", "sync", "step", "MpDeviceLoader", "ParallelLoader"})
 _NOT_BOOLEAN_OPS = (ast.In, ast.NotIn, ast.Is, ast.IsNot)
+# Functions that build or initialise a model: what they read from a tensor is read once, not per step.
+_CONSTRUCTION = re.compile(r"(?i)(^|_)(init|initiali[sz]e|reset_parameters|init_weights?)(_|$)")
+
+
+def constructing(names: Names) -> bool:
+    """Inside a function that builds or initialises a model (`__init__`, `reset_parameters`, `_init_fn`)."""
+    return any(s.kind == "function" and _CONSTRUCTION.search(s.name) for s in names.scopes)
 
 Entries = list  # [(Rule, Match)]: the clauses of the active catalog that name a matcher
 
@@ -91,6 +98,9 @@ class Matcher:
 
     def function(self, node: Any) -> None:
         """A `def`, entered (its decorators resolve in the enclosing scope)."""
+
+    def binary(self, node: Any, line: int) -> None:
+        """A binary operation (`a @ b`, `a ** n`)."""
 
     def finish(self) -> None:
         """The end of the file."""
@@ -170,7 +180,10 @@ class TensorControlFlow(Matcher):
     screen_nodes = (ast.If, ast.While, ast.IfExp, ast.For, ast.AsyncFor)
 
     def test(self, expr, line):
-        culprit = tensor_value_read(self.scan.names, expr)
+        scan = self.scan
+        if constructing(scan.names):
+            return  # model construction and weight init run once, not per step
+        culprit = tensor_value_read(scan.names, expr, scan.values.host_value)
         if culprit is not None:
             self.report(line, expr, culprit)
 
@@ -186,8 +199,9 @@ class TensorControlFlow(Matcher):
         return _reads_value(screen, test) and screen.any_may(entries)
 
 
-def tensor_value_read(names: Names, expr) -> str | None:
-    """A call in `expr` that reads a tensor's value into Python, e.g. `(x > 0).any()` (libcst)."""
+def tensor_value_read(names: Names, expr, host=None) -> str | None:
+    """A call in `expr` that reads a tensor's value into Python, e.g. `(x > 0).any()` (libcst).
+    `host(receiver)`: the receiver is a NumPy or pandas value, whose reads are not of a tensor."""
     from .cstwalk import iter_subtree
 
     cst = vocab.cst
@@ -203,6 +217,8 @@ def tensor_value_read(names: Names, expr) -> str | None:
         if type(func) is cst.Attribute and func.attr.value in _READ_ATTRS:
             if func.attr.value in _REDUCTIONS and n.args:
                 continue  # `.sum(dim)` and friends return tensors; only whole reductions are read back
+            if host is not None and host(func.value):
+                continue
             return f".{func.attr.value}()"
     return None
 
@@ -534,6 +550,192 @@ class HostRead(_ValueMatcher):
             self.report(line, node, f"assert {culprit}")
 
 
+# INT64 is narrowed losslessly where it only indexes, gathers, embeds or compares; the loss is in
+# ops with no integer datapath (neuron-facts 1.3): matmul and dot, scatter-with-compute, all-reduce
+# and reduce-scatter (computed in FP32), integer pow (via INT32) and integer topk (rejected, EVRF013).
+_INT64_NAMES = frozenset({"torch.int64", "torch.long"})
+_INT64_FACTORIES = frozenset({
+    "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.arange", "torch.tensor", "torch.as_tensor",
+    "torch.randint", "torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+    "torch.randint_like", "torch.randperm", "torch.linspace", "torch.eye",
+})
+_INT64_BY_DEFAULT = frozenset({"torch.arange", "torch.randint", "torch.randperm"})  # int64 without a dtype
+_TO_FLOAT = frozenset({"float", "half", "bfloat16", "double", "type_as"})  # a cast that ends the integer value
+_NOT_A_TENSOR = frozenset({"size", "dim", "item", "tolist", "numel", "ndimension", "data_ptr", "element_size"})
+# op -> (what it is, positions and keywords that are indices (lossless), for the function form)
+_LOSSY_CALLS = {
+    "torch.matmul": "matmul", "torch.mm": "matmul", "torch.bmm": "matmul", "torch.mv": "matmul",
+    "torch.dot": "matmul", "torch.einsum": "matmul", "torch.nn.functional.linear": "matmul",
+    "torch.scatter_add": "scatter_add", "torch.index_add": "index_add",
+    "torch.pow": "pow", "torch.topk": "topk",
+}
+_LOSSY_METHODS = {
+    "matmul": "matmul", "mm": "matmul", "bmm": "matmul", "mv": "matmul", "dot": "matmul",
+    "scatter_add": "scatter_add", "scatter_add_": "scatter_add", "index_add": "index_add", "index_add_": "index_add",
+    "pow": "pow", "pow_": "pow", "topk": "topk",
+}
+_INDEX_ARG = {"scatter_add": 2, "index_add": 2}  # torch.scatter_add(input, dim, index, src): index is position 2
+_ONLY_FIRST = frozenset({"topk"})  # topk's k is a Python int
+# An integer matmul or pow needs every operand integer: with a float one, PyTorch computes in float
+# on any device, so nothing changes on Neuron. A scatter-add's data fixes its accumulator's dtype.
+_ALL_INTEGER = frozenset({"matmul", "@", "pow", "**"})
+# A distributed reduction, by its name: torch.distributed's, and helpers named after one (`dist_sum`).
+_REDUCE_NAME = re.compile(r"(?i)(all_?reduce|reduce_?scatter)|^dist_(sum|mean|max|min|reduce)")
+
+
+class Int64Lossy(Matcher):
+    """An INT64 tensor (`torch.arange` without a dtype, `.long()`, `dtype=torch.int64`) that reaches,
+    in the same function, directly or through one local name, an op Neuron computes without an
+    integer datapath: matmul, `scatter_add`/`index_add` (as data, not as the index), an all-reduce or
+    reduce-scatter (`dist.all_reduce`, a `dist_sum` helper), `pow`/`**`, or `topk`. Position ids,
+    labels, counters that are only indexed, gathered, compared or cast to float are not reported."""
+
+    name = "int64_lossy"
+    triggers = ("long", "int64", "arange", "randint", "randperm", "LongTensor")
+    screen_nodes = (ast.Call,)
+
+    def __init__(self, scan, entries):
+        super().__init__(scan, entries)
+        self.created: dict[int, tuple[int, Any, str, str]] = {}  # id(call) -> (line, node, symbol, scope)
+        self.bound: dict[tuple[int, str], list[int]] = {}  # (id(scope), name) -> ids of calls it was given
+        self.ops: list[tuple[int, str, list]] = []  # (id(scope), op, per operand: (call ids, names, int literal))
+        self.scopes: list = []  # keeps the scopes alive, so their ids stay unique
+
+    def here(self) -> int:
+        scope = self.scan.names.scopes[-1]
+        self.scopes.append(scope)
+        return id(scope)
+
+    def carried(self, expr, ids: list[int], names: list[str]) -> None:
+        """The calls and local names whose integer value `expr` still is (a float cast, a size or
+        another function's result ends it)."""
+        cst = vocab.cst
+        t = type(expr)
+        if t is cst.Name:
+            names.append(expr.value)
+        elif t is cst.Call:
+            ids.append(id(expr))
+            func = expr.func
+            if type(func) is cst.Attribute:
+                m = func.attr.value
+                if m in _TO_FLOAT or m in _NOT_A_TENSOR:
+                    return
+                if m in ("to", "type") and any(self.scan.values.names_float(a.value) for a in expr.args):
+                    return
+                if not self.scan.names.resolve(func)[0]:  # a method on a value, not `torch.f(...)`
+                    self.carried(func.value, ids, names)
+        elif t is cst.BinaryOperation:
+            self.carried(expr.left, ids, names)
+            self.carried(expr.right, ids, names)
+        elif t is cst.UnaryOperation:
+            self.carried(expr.expression, ids, names)
+        elif t is cst.Subscript:
+            self.carried(expr.value, ids, names)
+        elif t in (cst.List, cst.Tuple):
+            for el in expr.elements:
+                self.carried(el.value, ids, names)
+
+    def creation(self, node, callee) -> str | None:
+        """What makes `node` an INT64 tensor, or None."""
+        args = node.args
+        dtype = next((a.value for a in args if a.keyword is not None and a.keyword.value == "dtype"), None)
+        if callee in _INT64_FACTORIES:
+            if dtype is not None:
+                return callee if self.scan.names.resolve(dtype)[0] in _INT64_NAMES else None
+            if callee in _INT64_BY_DEFAULT and not any(isinstance(literal_value(a.value), float) for a in args):
+                return callee
+            return None
+        if callee == "torch.LongTensor":
+            return callee
+        func = node.func
+        if callee is None and type(func) is vocab.cst.Attribute:
+            if func.attr.value == "long" and not args:
+                return ".long()"
+            if func.attr.value in ("to", "type") and any(
+                    self.scan.names.resolve(a.value)[0] in _INT64_NAMES for a in args if a.keyword is None
+                    or a.keyword.value == "dtype"):
+                return f".{func.attr.value}(torch.int64)"
+        return None
+
+    def call(self, node, callee, line):
+        symbol = self.creation(node, callee)
+        if symbol is not None:
+            self.created[id(node)] = (line, node, symbol, self.scan.names.scope_name())
+        func = node.func
+        parts = dotted_parts(func)
+        op = _LOSSY_CALLS.get(callee) if callee else None
+        operands = []
+        if op is not None:
+            skip = _INDEX_ARG.get(op)
+            operands = [a.value for i, a in enumerate(node.args) if a.keyword is None and i != skip
+                        and (op not in _ONLY_FIRST or i == 0)]
+            operands += [a.value for a in node.args if a.keyword is not None
+                         and a.keyword.value in ("input", "other", "src", "source", "tensor1", "tensor2")]
+        elif parts and _REDUCE_NAME.search(parts[-1]):
+            op = parts[-1]
+            operands = [a.value for a in node.args[:1] if a.keyword is None]
+            operands += [a.value for a in node.args if a.keyword is not None and a.keyword.value in ("tensor", "input")]
+        elif callee is None and type(func) is vocab.cst.Attribute and func.attr.value in _LOSSY_METHODS:
+            op = _LOSSY_METHODS[func.attr.value]
+            skip = _INDEX_ARG.get(op)
+            operands = [func.value] + [a.value for i, a in enumerate(node.args) if a.keyword is None
+                                       and (skip is None or i != skip - 1) and op not in _ONLY_FIRST]
+        if operands:
+            self.reach(op, operands)
+
+    def binary(self, node, line):
+        t = type(node.operator)
+        if t is vocab.cst.MatrixMultiply:
+            self.reach("@", [node.left, node.right])
+        elif t is vocab.cst.Power:
+            self.reach("**", [node.left, node.right])
+
+    def reach(self, op: str, operands) -> None:
+        if constructing(self.scan.names):
+            return  # model construction runs once, on the host
+        found = []
+        for expr in operands:
+            ids: list[int] = []
+            names: list[str] = []
+            self.carried(expr, ids, names)
+            found.append((ids, names, isinstance(literal_value(expr), int)))
+        self.ops.append((self.here(), op, found))
+
+    def assign(self, target, value, line):
+        if type(target) is vocab.cst.Name:
+            ids: list[int] = []
+            self.carried(value, ids, [])  # one local name: what it was given, not what that name was given
+            if ids:
+                self.bound.setdefault((self.here(), target.value), []).extend(ids)
+
+    def finish(self):
+        reached: dict[int, str] = {}
+        for scope, op, operands in self.ops:
+            made = [[c for c in ids + [c for n in names for c in self.bound.get((scope, n), ())] if c in self.created]
+                    for ids, names, _lit in operands]
+            if op in _ALL_INTEGER and not all(m or lit for m, (_i, _n, lit) in zip(made, operands)):
+                continue
+            for cid in (c for m in made for c in m):
+                reached.setdefault(cid, op)
+        for cid, op in sorted(reached.items(), key=lambda kv: self.created[kv[0]][0]):
+            line, node, symbol, scope = self.created[cid]
+            for rule, clause in self.entries:
+                self.scan.keep(_hit(rule, clause, line, node, symbol, scope, {"reaches": op}))
+
+    @staticmethod
+    def may(screen, node, entries):
+        func = node.func
+        name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+        return name is not None and (name in ("long", "to", "type", "LongTensor") or
+                                     f"torch.{name}" in _INT64_FACTORIES) and screen.any_may(entries)
+
+
+def _hit(rule, clause, line, node, symbol, scope, details):
+    from .python import Hit
+
+    return Hit(rule, clause, line, node, symbol, scope, False, details)
+
+
 class ConfigPrecision(Matcher):
     """FP16 or loss scaling chosen in a training config: matched in config files
     (sources/__init__.py with configvalues.py), never in Python, so it has no triggers and no checks."""
@@ -546,6 +748,7 @@ class ConfigPrecision(Matcher):
 MATCHERS: dict[str, type[Matcher]] = {
     m.name: m for m in (
         BoolMaskIndex, TensorControlFlow, TritonLaunch, XlaStepWithoutMarkStep, DeviceString,
-        CudaDeviceArg, BackendSetting, ArgparseCudaDefault, NumpyFloat64, BatchMaxPad, HostRead, ConfigPrecision,
+        CudaDeviceArg, BackendSetting, ArgparseCudaDefault, NumpyFloat64, BatchMaxPad, HostRead, Int64Lossy,
+        ConfigPrecision,
     )
 }

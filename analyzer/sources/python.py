@@ -64,7 +64,7 @@ _NAME_KINDS = frozenset({"import", "call", "attribute", "decorator"})
 _KEYS_CALLS = frozenset({"dict", "builtins.dict"})
 _PARTIAL_CALLS = frozenset({"functools.partial", "functools.partialmethod"})
 # The matcher events the scanner calls, each only on the matchers that override it.
-_EVENTS = ("subscript", "test", "assign", "call", "assertion", "backward", "function", "finish")
+_EVENTS = ("subscript", "test", "assign", "call", "assertion", "backward", "function", "binary", "finish")
 
 
 @dataclass(slots=True)
@@ -145,6 +145,8 @@ class PythonScanner(Walker):
         e[cst.Subscript] = self.enter_subscript
         if self.on["assertion"]:
             e[cst.Assert] = self.enter_assert
+        if self.on["binary"]:
+            e[cst.BinaryOperation] = self.enter_binary
         for block in (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Else):
             e[block] = self.enter_block
             lv[block] = self.leave_block
@@ -192,6 +194,11 @@ class PythonScanner(Walker):
             for check in self.on["assertion"]:
                 check(node, line)
 
+    def enter_binary(self, node: cst.BinaryOperation, line: int) -> None:
+        if not self.quiet:
+            for check in self.on["binary"]:
+                check(node, line)
+
     def test(self, expr: cst.CSTNode, line: int) -> None:
         """A condition (or a range() bound): for the matchers that judge control flow."""
         if not self.quiet:
@@ -208,8 +215,14 @@ class PythonScanner(Walker):
         # check uses them: see cache.relevant_first_party.)
         if clause.kind in _NAME_KINDS and symbol.split(".", 1)[0] in self.first_party:
             return None  # the scanned project's own package, e.g. flash_attn inside flash-attn
-        if self.values.silent(clause, node):
-            return None  # a type annotation or a dtype lookup table: nothing runs (values.py)
+        if self.values.silent(rule, clause, node):
+            return None  # a type annotation, a dtype table, a precision the user picks (values.py)
+        only_on = self.only_on(rule, clause, node)
+        if only_on is not None:
+            details = {**(details or {}), "only_on": only_on[1], "only_on_feature": only_on[0]}
+        chosen = self.values.chosen_by(node) if rule.category == "precision" else None
+        if chosen is not None:
+            details = {**(details or {}), "chosen_by": chosen[0], "chosen_when": chosen[1]}
         owner = None
         fallback = False
         # A device call under `if torch.cuda.is_available(): ... else: ...` has a path for other devices.
@@ -227,6 +240,18 @@ class PythonScanner(Walker):
         else:
             self.keep(hit)
         return hit
+
+    def only_on(self, rule: Rule, clause: Match, node: cst.CSTNode) -> tuple[str, str] | None:
+        """(feature, where) for a hit that runs only on some data or device: code under
+        `if torch.is_complex(x):` runs for complex tensors only; a CUDA backend flag set
+        (`torch.backends.cudnn.benchmark = True`) does nothing off CUDA. context.py lists them as
+        opt-in, never costed."""
+        test = self.values.complex_only(node)
+        if test is not None:
+            return "complex", f"complex tensors (`{test}`)"
+        if rule.housekeeping and clause.kind == "attribute" and clause.context == "store":
+            return "cuda", "a CUDA device (a CUDA backend flag: no edit needed, harmless off CUDA)"
+        return None
 
     def emit(self, rule: Rule, clause: Match, line: int, node: cst.CSTNode, symbol: str, scope: str,
              fallback: bool) -> None:
@@ -521,7 +546,7 @@ class PythonScanner(Walker):
                 if receiver and OPTIMIZER_RECEIVER.search(receiver[-1]):
                     self.scope.trains = True
             entries = self.idx.methods.get(method)
-            if entries:
+            if entries and not self.values.host_value(func.value):  # a NumPy or pandas method is no tensor op
                 for rule, clause in entries:
                     if self.conditions.args(node, clause.args) and self.use_ok(node, clause):
                         self.add(rule, clause, line, node, f".{method}()")

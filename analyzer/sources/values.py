@@ -31,7 +31,7 @@ import libcst as cst
 from .cstwalk import iter_subtree
 from .matchers import tensor_value_read
 from .valuefacts import CUDA_DEVICE
-from .vocab import dotted_parts, literal_value, load_libcst, string_shapes
+from .vocab import NOT_TENSOR_CALLS, dotted_parts, literal_value, load_libcst, short_code, string_shapes
 
 load_libcst()
 
@@ -43,9 +43,8 @@ _NUMPY_FLOAT64 = frozenset({
     "numpy.linspace", "numpy.logspace", "numpy.geomspace", "numpy.zeros", "numpy.ones", "numpy.empty",
     "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform", "numpy.random.normal",
 })
-_NOT_TENSOR_CALLS = ("torch.Size", "torch.finfo", "torch.iinfo", "torch.cuda.", "torch.distributed.", "torch.get_",
-                     "torch.device", "torch.dtype", "torch.is_", "torch.jit.", "torch.compiler.", "torch.backends.")
 _FLOAT_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float16", "torch.half", "torch.bfloat16"})
+OPTION, COMPLEX = "option", "complex"  # branches some runs take (ValueTracker.enter_if)
 _KEY_NAME = re.compile(r"(?i)(_key|_name|_type|_id|_kind|_str|keys?|names?)$")
 
 
@@ -73,6 +72,12 @@ class ValueTracker:
         self.frames: list[tuple[str, dict[str, list]]] = [("module", {})]
         self.annotation = 0  # inside a type annotation: nothing there runs
         self.tables: set[int] = set()  # dtype nodes that are entries of a dtype conversion table
+        self.elements: set[int] = set()  # names that are elements of a dict, list, tuple or set literal
+        self.keyed: dict[int, tuple[str, list[str]]] = {}  # a table entry looked up at once: (option, [its key])
+        self.branches: dict[int, tuple[str, str]] = {}  # id of a block -> (OPTION or COMPLEX, its test) (enter_if)
+        self.chained: set[int] = set()  # elifs, judged with the `if` that starts their chain
+        self.open: list[tuple[str, str]] = []  # the branches the walk is in
+        self.complex_arms: dict[int, str] = {}  # id of a node in a complex-only IfExp arm -> the test
         self.busy = False  # following one step only
         e, lv = scanner.enter, scanner.leave
         for t in (cst.FunctionDef, cst.ClassDef):
@@ -87,6 +92,14 @@ class ValueTracker:
         _chain_table(e, cst.Annotation, self.enter_annotation)
         _chain_table(lv, cst.Annotation, self.leave_annotation)
         _chain_table(e, cst.Dict, self.enter_dict)
+        _chain_table(e, cst.Subscript, self.enter_subscript)
+        for t in (cst.List, cst.Tuple, cst.Set):
+            _chain_table(e, t, self.enter_collection)
+        _chain_table(e, cst.If, self.enter_if)
+        _chain_table(e, cst.IfExp, self.enter_ifexp)
+        for t in (cst.IndentedBlock, cst.SimpleStatementSuite):
+            _chain_table(e, t, self.enter_block)
+            _chain_table(lv, t, self.leave_block)
 
     # ------------------------------------------------------------------ what names were given
 
@@ -115,10 +128,12 @@ class ValueTracker:
             if key is not None:
                 self.record(key, value)
             elif type(target) in (cst.Tuple, cst.List):
-                for el in target.elements:
+                # `a, b = x.numpy(), y.numpy()` gives each name its own value; anything else, no value
+                pairs = len(value.elements) == len(target.elements) if type(value) in (cst.Tuple, cst.List) else False
+                for i, el in enumerate(target.elements):
                     k = key_of(el.value)
                     if k is not None:
-                        self.record(k, None)
+                        self.record(k, value.elements[i].value if pairs else None)
 
     def enter_for(self, node: cst.For, line: int) -> None:
         """`for key in ("a_mask", "b_mask"):` gives key each element; anything else, no value."""
@@ -178,12 +193,154 @@ class ValueTracker:
         """`{np.dtype("complex64"): torch.complex64, ...}` maps dtypes to dtypes: a lookup table,
         not math in those dtypes."""
         pairs = [(el.key, el.value) for el in node.elements if type(el) is cst.DictElement]
+        self.elements.update(id(side) for pair in pairs for side in pair if type(side) in (cst.Name, cst.Attribute))
         if not pairs or not any(self.dtype_like(k) and self.dtype_like(v) for k, v in pairs):
             return
         for k, v in pairs:
             for side in (k, v):
                 if self.dtype_like(side):
                     self.tables.update(id(n) for n in iter_subtree(side))
+
+    def enter_subscript(self, node: cst.Subscript, line: int) -> None:
+        """`{"float16": torch.float16, ...}[args.dtype]`: each entry is chosen by the option `dtype`."""
+        if type(node.value) is not cst.Dict or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+            return
+        parts = dotted_parts(node.slice[0].slice.value)
+        if not parts:
+            return
+        for el in node.value.elements:
+            key = literal_value(el.key) if type(el) is cst.DictElement else None
+            if isinstance(key, str):
+                self.keyed[id(el.value)] = (parts[-1], [key])
+
+    def enter_collection(self, node: cst.CSTNode, line: int) -> None:
+        """`(torch.float16, torch.bfloat16)`, `{"fp16": torch.float16}`: a list of valid dtypes or an
+        option table names a dtype, it computes nothing in it."""
+        self.elements.update(id(el.value) for el in node.elements
+                             if type(el) is cst.Element and type(el.value) in (cst.Name, cst.Attribute))
+
+    def enter_if(self, node: cst.If, line: int) -> None:
+        """Branches only some runs take. OPTION: a branch of an if/elif chain that compares a value
+        with strings (`elif precision == "fp16":`) where a sibling branch picks bfloat16: the user
+        chooses the precision and BF16 is there. COMPLEX: under `if torch.is_complex(x):` (or the
+        else of its negation), which a real-valued model never takes."""
+        test = node.test
+        if self.complex_test(test):
+            self.branches[id(node.body)] = (COMPLEX, short_code(test))
+        elif type(test) is cst.UnaryOperation and type(test.operator) is cst.Not and self.complex_test(test.expression) \
+                and type(node.orelse) is cst.Else:
+            self.branches[id(node.orelse.body)] = (COMPLEX, short_code(test.expression))
+        if id(node) in self.chained:
+            return
+        chain: list[tuple[cst.CSTNode | None, cst.CSTNode]] = []  # (test, body); test None for the else
+        at: cst.CSTNode | None = node
+        while type(at) is cst.If:
+            chain.append((at.test, at.body))
+            self.chained.add(id(at))
+            orelse = at.orelse
+            if type(orelse) is cst.Else:
+                chain.append((None, orelse.body))
+            at = orelse
+        options = [i for i, (t, _b) in enumerate(chain) if t is not None and self.compares_strings(t)]
+        if options:
+            bf16 = [self.picks_bf16(b) for _t, b in chain]
+            for i in options:
+                if any(bf16[:i] + bf16[i + 1:]):
+                    self.branches[id(chain[i][1])] = (OPTION, self.option_of(chain[i][0]))
+
+    def enter_ifexp(self, node: cst.IfExp, line: int) -> None:
+        """`view_as_real(x) if torch.is_complex(x) else x`: the first arm runs for complex tensors only."""
+        test, arm = node.test, node.body
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, arm = test.expression, node.orelse
+        if self.complex_test(test):
+            text = short_code(test)
+            self.complex_arms.update((id(n), text) for n in iter_subtree(arm))
+
+    def enter_block(self, node: cst.CSTNode, line: int) -> None:
+        kind = self.branches.get(id(node))
+        if kind:
+            self.open.append(kind)
+
+    def leave_block(self, node: cst.CSTNode, line: int) -> None:
+        if id(node) in self.branches:
+            self.open.pop()
+
+    def option_of(self, test: cst.CSTNode) -> str:
+        """`precision == "amp" or precision == "fp16"` -> 'precision\tamp\tfp16': the option a branch
+        test reads and the values that take the branch; "" when it is not one name against strings."""
+        name, values = None, []
+        tests = [test]
+        while tests:
+            t = tests.pop()
+            if type(t) is cst.BooleanOperation and type(t.operator) is cst.Or:
+                tests += [t.right, t.left]
+                continue
+            if type(t) is not cst.Comparison or len(t.comparisons) != 1:
+                return ""
+            c = t.comparisons[0]
+            parts = dotted_parts(t.left)
+            if not parts or (name is not None and parts[-1] != name):
+                return ""
+            name = parts[-1]
+            lit = literal_value(c.comparator)
+            if type(c.operator) is cst.Equal and isinstance(lit, str):
+                values.append(lit)
+            elif type(c.operator) is cst.In and type(c.comparator) in (cst.Tuple, cst.List, cst.Set):
+                values += [literal_value(el.value) for el in c.comparator.elements]
+            else:
+                return ""
+        return "\t".join([name, *values]) if name and all(isinstance(v, str) for v in values) else ""
+
+    def chosen_by(self, node: cst.CSTNode) -> tuple[str, list[str]] | None:
+        """(option, the values that pick it) for a precision a named option chooses: an entry of a
+        table looked up by the option, or the innermost option branch when it reads one name."""
+        if id(node) in self.keyed:
+            return self.keyed[id(node)]
+        for kind, text in reversed(self.open):
+            if kind == OPTION:
+                if not text:
+                    return None
+                name, *values = text.split("\t")
+                return name, values
+        return None
+
+    def compares_strings(self, test: cst.CSTNode) -> bool:
+        if type(test) is cst.BooleanOperation:
+            return self.compares_strings(test.left) or self.compares_strings(test.right)
+        return type(test) is cst.Comparison and any(
+            type(c.operator) in (cst.Equal, cst.In) and (isinstance(literal_value(c.comparator), str) or (
+                type(c.comparator) in (cst.Tuple, cst.List, cst.Set) and c.comparator.elements
+                and all(isinstance(literal_value(el.value), str) for el in c.comparator.elements)))
+            for c in test.comparisons)
+
+    def picks_bf16(self, block: cst.CSTNode) -> bool:
+        for n in iter_subtree(block):
+            t = type(n)
+            if t in (cst.Name, cst.Attribute) and self.s.resolve(n)[0] == "torch.bfloat16":
+                return True
+            if t is cst.Attribute and n.attr.value == "bfloat16":
+                return True
+            if t is cst.SimpleString and str(literal_value(n)).lower() in ("bf16", "bfloat16"):
+                return True
+        return False
+
+    def complex_test(self, test: cst.CSTNode) -> bool:
+        """`torch.is_complex(x)`, `x.is_complex()`, `x.dtype.is_complex`, alone or in an `and`."""
+        t = type(test)
+        if t is cst.BooleanOperation and type(test.operator) is cst.And:
+            return self.complex_test(test.left) or self.complex_test(test.right)
+        if t is cst.Call:
+            test = test.func
+        parts = dotted_parts(test)
+        return bool(parts) and parts[-1] == "is_complex"
+
+    def complex_only(self, node: cst.CSTNode) -> str | None:
+        """The test that confines `node` to complex tensors, or None."""
+        for kind, text in reversed(self.open):
+            if kind == COMPLEX:
+                return text
+        return self.complex_arms.get(id(node))
 
     def dtype_like(self, node: cst.CSTNode) -> bool:
         if type(node) is cst.Call:
@@ -192,9 +349,17 @@ class ValueTracker:
         q, _ = self.s.resolve(node) if type(node) in (cst.Name, cst.Attribute) else (None, False)
         return q is not None and q.split(".")[0] in ("torch", "numpy")
 
-    def silent(self, clause, node: cst.CSTNode) -> bool:
-        """A hit that does nothing at run time: in a type annotation, or a dtype table entry."""
-        return self.annotation > 0 or (clause.kind == "attribute" and id(node) in self.tables)
+    def silent(self, rule, clause, node: cst.CSTNode) -> bool:
+        """A hit that does nothing at run time: in a type annotation, or a dtype table entry; or a
+        precision the user picks: a dtype listed in a collection literal, a branch of a string
+        option whose sibling picks bfloat16. When a named option picks it (`{...}[args.dtype]`,
+        `if precision == "amp":`), the hit stays with that option (`chosen_by`) for context.py to
+        judge on the option's default: a default FP16 is still FP16."""
+        if self.annotation > 0 or (clause.kind == "attribute" and id(node) in self.tables):
+            return True
+        if rule.category != "precision" or self.chosen_by(node) is not None:
+            return False  # an option with a name: context.py decides from its default
+        return any(kind == OPTION for kind, _ in self.open) or (clause.kind == "attribute" and id(node) in self.elements)
 
     def not_a_mask(self, node: cst.Subscript, index: cst.CSTNode) -> bool:
         """`masks[mask_key]`, `cfg[name]` with `name = "attn_mask"`, a lookup in a dict or list
@@ -263,6 +428,31 @@ class ValueTracker:
             for n in iter_subtree(arg)
         )
 
+    def host_value(self, expr: cst.CSTNode, follow: bool = True) -> bool:
+        """A NumPy or pandas value, not a tensor: made by `numpy.*`/`pandas.*` or `.numpy()`, or an
+        element, attribute or method result of one (`df[df.kind == "a"]["kind"]`), or a name given
+        one (one step). Its `.any()`, `.sum()` or `.unique()` is host work, not a tensor op."""
+        while True:
+            t = type(expr)
+            if t is cst.Subscript or t is cst.Attribute:
+                expr = expr.value
+            elif t is cst.Call and type(expr.func) in (cst.Name, cst.Attribute):
+                q = self.s.resolve(expr.func)[0]
+                if q is not None:
+                    return q.startswith(("numpy.", "pandas."))
+                if type(expr.func) is not cst.Attribute:
+                    return False
+                if expr.func.attr.value == "numpy":
+                    return True
+                expr = expr.func.value
+            elif t is cst.Name:
+                q = self.s.resolve(expr)[0]
+                if q is not None and q.split(".")[0] in ("numpy", "pandas"):
+                    return True
+                return follow and self.travels(expr, lambda v: self.host_value(v, follow=False))
+            else:
+                return False
+
     def tensor_value(self, expr: cst.CSTNode) -> bool:
         """A tensor read as a Python number: a whole reduction (`x.max()`), `torch.*` of a tensor,
         but not `.item()`/`.tolist()` (their own rule reports them) nor sizes and shapes."""
@@ -272,5 +462,5 @@ class ValueTracker:
         t = type(expr)
         if t is cst.Call and type(expr.func) in (cst.Name, cst.Attribute):
             q = s.resolve(expr.func)[0]
-            return q is not None and q.startswith("torch.") and not q.startswith(_NOT_TENSOR_CALLS)
+            return q is not None and q.startswith("torch.") and not q.startswith(NOT_TENSOR_CALLS)
         return False

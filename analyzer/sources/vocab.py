@@ -38,6 +38,11 @@ def load_libcst() -> None:
         cst = libcst
 
 
+# torch calls that return no tensor (sizes, dtypes, devices, predicates, distributed and CUDA state).
+NOT_TENSOR_CALLS = ("torch.Size", "torch.finfo", "torch.iinfo", "torch.cuda.", "torch.distributed.", "torch.get_",
+                    "torch.device", "torch.dtype", "torch.is_", "torch.jit.", "torch.compiler.", "torch.backends.")
+
+
 def literal_value(node) -> Any:
     """The Python value of a literal node, or NOT_LITERAL."""
     if node is None:
