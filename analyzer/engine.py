@@ -18,7 +18,7 @@ from .model import CATEGORIES, EFFORT_CLASSES, Report
 from .cache import Keys, ResultCache, content_digest, decode_result, default_dir, encode_result
 from .progress import Progress
 from .report_cache import ReportCache, ReportKey
-from .sources import FileJob, FileResult, ScanContext, read_bytes, scan_file
+from .sources import FileJob, FileResult, ScanContext, read_bytes, read_limit, scan_file
 from .stat_index import Stamp, StatIndex, stamp_of
 
 ENV_ISOLATE = "NEURON_READY_ISOLATE"  # 1: --jobs 1 scans in one supervised worker, not in-process
@@ -178,14 +178,12 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     with gc_tuned():
         for i, job in enumerate(jobs):
             data = key = None
-            # A prebuilt library is read through its ELF tables, not its first bytes: never cached.
-            cacheable = job.kind != "binary"
-            if cache is not None and cacheable:
+            if cache is not None:
                 stamp = stamps[i] if stamps is not None else stamp_of(job.path)
                 digest = index.digest(job.rel, stamp)
                 if digest is None:
                     try:
-                        data = read_bytes(job.path, ctx.max_file_size)
+                        data = read_bytes(job.path, read_limit(job, ctx))
                     except OSError:
                         pass  # the scan reports why it cannot read it
                     else:
@@ -199,12 +197,12 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
                     progress.advance(len(hit.findings))
                     continue
             if workers:  # the worker reads the file again and keys the result by what it read
-                size = stamp.size if cache is not None and cacheable and stamp is not None else _size(job.path)
+                size = stamp.size if cache is not None and stamp is not None else _size(job.path)
                 todo.append(FileTask(i, job, size))
                 continue
-            if data is None and cacheable:  # in this process: key exactly the bytes scanned
+            if data is None:  # in this process: key exactly the bytes scanned
                 try:
-                    data = read_bytes(job.path, ctx.max_file_size)
+                    data = read_bytes(job.path, read_limit(job, ctx))
                 except OSError:
                     pass
                 key = keys.key(job, data) if keys is not None and data is not None else None

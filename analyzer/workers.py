@@ -36,7 +36,7 @@ from typing import Callable
 
 from .cache import Keys, encode_result
 from .model import Diagnostic
-from .sources import FileJob, FileResult, ScanContext, libcst_chars, load_scanners, read_bytes, scan_file
+from .sources import FileJob, FileResult, ScanContext, libcst_chars, load_scanners, read_bytes, read_limit, scan_file
 
 ENV_TIMEOUT = "NEURON_READY_FILE_TIMEOUT"  # CPU seconds one file may take in a worker
 DEFAULT_TIMEOUT = 60.0
@@ -88,8 +88,7 @@ def gc_tuned():
 def scan_one(job: FileJob, ctx: ScanContext, keys: Keys | None) -> tuple[str | None, bytes]:
     """Read, scan and encode one file; the key is computed from exactly the bytes scanned."""
     try:
-        # A prebuilt library is read through its ELF tables, not its first bytes: no key, never cached.
-        data = None if job.kind == "binary" else read_bytes(job.path, ctx.max_file_size)
+        data = read_bytes(job.path, read_limit(job, ctx))
     except OSError:
         data = None  # scan_file reads again and reports why it cannot
     result = scan_file(job, ctx, data)

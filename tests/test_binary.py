@@ -88,17 +88,23 @@ def test_a_truncated_library_is_a_diagnostic(tmp_path):
             read_binary(fh)
 
 
-def test_libraries_are_rescanned_not_cached(tmp_path):
-    """The cache keys a file by its first max-file-size bytes; an ELF file's tables are past them,
-    so a library is read again on every scan, serial or parallel, and its findings stay right."""
+def test_libraries_are_cached_by_their_whole_content(tmp_path):
+    """The cache keys a library by all its bytes (its ELF tables sit at its end, past the first
+    max-file-size bytes other files are keyed by): unchanged, it comes from the cache, serial or
+    parallel; changed, it is read again."""
     tree = shutil.copytree(FIXTURES / "ctx_prebuilt_cuda", tmp_path / "t")
-    libs = sum(1 for p in tree.rglob("*.so"))
     for jobs in (1, 2):
-        settings = Settings(root=tree, cache_dir=tmp_path / f"cache{jobs}", jobs=jobs)
+        settings = Settings(root=tree, cache_dir=tmp_path / f"cache{jobs}", jobs=jobs, max_file_size=1024)
         cold = run_scan(settings)
         warm = run_scan(settings)
-        assert (warm.stats.cached, warm.stats.scanned) == (cold.stats.files - libs, libs), jobs
+        assert (warm.stats.cached, warm.stats.scanned) == (cold.stats.files, 0), jobs
         assert json_fmt.render(warm.report) == json_fmt.render(cold.report)
-    shutil.copy(QUANTLIB / "libquant_cpu.so", tree / "quantlib" / "libquant_cuda118.so")
-    again = run_scan(Settings(root=tree, cache_dir=tmp_path / "cache1"))
+    lib = tree / "quantlib" / "libquant_cuda118.so"
+    data = bytearray(lib.read_bytes())
+    data[-8:] = b"\xff" * 8  # past the first 1024 bytes: only a whole-file key sees it
+    lib.write_bytes(bytes(data))
+    again = run_scan(Settings(root=tree, cache_dir=tmp_path / "cache1", max_file_size=1024))
+    assert again.stats.scanned >= 1
+    shutil.copy(QUANTLIB / "libquant_cpu.so", lib)
+    again = run_scan(Settings(root=tree, cache_dir=tmp_path / "cache1", max_file_size=1024))
     assert [f.path for f in again.report.findings if f.rule == "NR1718"] == ["quantlib/libquant_cuda121.so"]

@@ -133,6 +133,12 @@ def read_bytes(path: str, max_size: int) -> bytes:
         return fh.read(min(size, max_size) + 1 if size else max_size + 1)
 
 
+def read_limit(job: FileJob, ctx: "ScanContext") -> int:
+    """How many bytes a scan reads, and the cache keys: a prebuilt library whole (its ELF tables sit
+    at its end, so a key of its first bytes would miss a change), any other file up to max-file-size."""
+    return binary_mod.MAX_LIBRARY_SIZE if job.kind == "binary" else ctx.max_file_size
+
+
 def read_text(job: FileJob, max_size: int, data: bytes | None = None) -> str:
     if data is None:
         try:
@@ -642,7 +648,9 @@ def scan_file(job: FileJob, ctx: ScanContext, data: bytes | None = None) -> File
     result = FileResult(job.rel, job.kind)
     try:
         if job.kind == "binary":
-            _scan_binary(job, ctx, result)  # read through its ELF tables, whatever its size
+            if data is not None and len(data) > binary_mod.MAX_LIBRARY_SIZE:
+                raise _Skip("too-large", f"larger than the {byte_size(binary_mod.MAX_LIBRARY_SIZE)} limit for a library")
+            _scan_binary(job, ctx, result)  # read through its ELF tables
         else:
             _HANDLERS[job.kind](job, read_text(job, ctx.max_file_size, data), ctx, result)
     except _Skip as s:

@@ -23,6 +23,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 MAX_SYMBOLS = 200_000  # a real library exports thousands; past this the table is not trusted
+MAX_LIBRARY_SIZE = 512 * 1024 * 1024  # read whole for the cache key (bitsandbytes' are 6-26 MiB)
 _SHARED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
 # nvcc's sections for embedded device code (fat binaries, relocatable device code).
 CUDA_SECTIONS = frozenset({".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"})
