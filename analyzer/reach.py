@@ -109,10 +109,13 @@ class Reach:
         return ext_id
 
     def same_code(self, ext_id: str) -> str:
-        """The extension whose task ext_id's work joins: a second build of sources another extension
+        """The extension whose task ext_id's work joins: a second build of a module name with no sources of
+        its own (flash-attn's ROCm build in the same setup.py), or of sources another extension
         already builds (torch-scatter's CMakeLists.txt beside its setup.py) is that extension's, since
         the code is ported, or switched off, once."""
         ext = self.extension(ext_id)
+        if ext is not None and not ext.sources and "#" in ext_id and self.extension(ext_id.split("#")[0]):
+            return ext_id.split("#")[0]  # another build of the same module with no sources of its own
         owners = {self.extension_of.get(src) for src in ext.sources} if ext is not None and ext.sources else set()
         return owners.pop() if len(owners) == 1 and None not in owners and ext_id not in owners else ext_id
 

@@ -72,3 +72,24 @@ def test_an_extension_of_core_ops_is_one_switch_with_its_builds(tmp_path):
     joined = {report["findings"][i]["path"] for i in task["findings"]}
     assert {"setup.py", "CMakeLists.txt"} <= joined  # the build a line above the call is its build
     assert not any(f["path"] == "scatterlib/testing.py" for f in report["findings"])  # test helpers
+
+
+def test_a_second_build_of_one_module_with_no_sources_of_its_own_joins_the_first(tmp_path):
+    setup = """\
+        from setuptools import setup
+        from torch.utils.cpp_extension import CUDAExtension
+        rocm = False
+        if not rocm:
+            ext = CUDAExtension("fastattn_cuda", ["csrc/attn.cu"])
+        else:
+            ext = CUDAExtension("fastattn_cuda", hip_sources)
+        setup(name="fastattn", ext_modules=[ext])
+    """
+    kernel = "#include <cuda_runtime.h>\n__global__ void attn_fwd_kernel(float* x) { x[0] = 1; }\n"
+    root = tree(tmp_path, {"setup.py": setup, "csrc/attn.cu": kernel, "fastattn/__init__.py": "import fastattn_cuda\n"})
+    r = run_cli("scan", str(root), "--isolated", "--format", "json")
+    assert r.code in (0, 1), r.err
+    report = json.loads(r.out)
+    assert [e["id"] for e in report["reach"]["extensions"]] == ["fastattn_cuda", "fastattn_cuda#2"]
+    assert [t["id"] for t in report["tasks"] if t["id"].startswith("T-ext-")] == ["T-ext-fastattn_cuda"]
+

@@ -177,6 +177,28 @@ def test_complex_only_branches_and_set_cuda_flags_are_listed_never_costed(tmp_pa
     assert parts["complex"].estimate.p50 == 0 and parts["cuda"].estimate.p50 == 0
 
 
+def test_cuda_calls_that_do_nothing_before_cuda_is_initialised_are_listed_never_costed(tmp_path):
+    """torch 2.13 on a host without CUDA: empty_cache() and the memory getters return without touching
+    a device (memory_allocated() is 0); synchronize() raises and manual_seed() leaves the Neuron
+    generator unseeded, so those stay must-port."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+        torch.cuda.manual_seed_all(0)
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            model(torch.zeros(1, 2)).sum().backward()
+            opt.step()
+            torch.cuda.empty_cache()
+            peak = torch.cuda.max_memory_allocated() / 2**20
+            torch.cuda.synchronize()
+    '''})
+    listed = {f.line: f.gate for f in report.off_path if f.details.get("feature") == "cuda"}
+    assert set(listed) == {9, 10} and all("harmless off CUDA" in g for g in listed.values())
+    assert {(f.line, f.rule) for f in report.findings} >= {(3, "NR1015"), (11, "NR1007")}
+    assert {p.name: p.estimate.p50 for p in report.opt_in}["cuda"] == 0
+
+
 def test_one_rule_on_one_line_is_one_finding(tmp_path):
     report = report_of(tmp_path, {"train.py": '''
         import torch

@@ -61,6 +61,16 @@ def _setup_strings(keyword: str, value: cst.CSTNode) -> dict[int, str]:
 _ENV_CALLS = frozenset({"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"})
 # Kinds whose symbol is a qualified name (its first part is a top-level module).
 _NAME_KINDS = frozenset({"import", "call", "attribute", "decorator"})
+# torch.cuda calls that return before touching a device when CUDA was never initialised (torch 2.13
+# torch/cuda/memory.py: `if not is_initialized(): return {}`), so
+# they do nothing on a Trainium host: read on a CPU-only build, empty_cache() and the memory getters
+# return and memory_allocated() is 0; reset_peak_memory_stats() and synchronize() raise, and a
+# queued torch.cuda.manual_seed() leaves the Neuron generator unseeded (an edit), so they are not here.
+NOOP_OFF_CUDA = frozenset({
+    "torch.cuda.empty_cache", "torch.cuda.memory_stats", "torch.cuda.memory_stats_as_nested_dict",
+    "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated", "torch.cuda.memory_reserved",
+    "torch.cuda.max_memory_reserved", "torch.cuda.memory_cached", "torch.cuda.max_memory_cached",
+})
 _KEYS_CALLS = frozenset({"dict", "builtins.dict"})
 _PARTIAL_CALLS = frozenset({"functools.partial", "functools.partialmethod"})
 # The matcher events the scanner calls, each only on the matchers that override it.
@@ -217,7 +227,7 @@ class PythonScanner(Walker):
             return None  # the scanned project's own package, e.g. flash_attn inside flash-attn
         if self.values.silent(rule, clause, node):
             return None  # a type annotation, a dtype table, a precision the user picks (values.py)
-        only_on = self.only_on(rule, clause, node)
+        only_on = self.only_on(rule, clause, node, symbol)
         if only_on is not None:
             details = {**(details or {}), "only_on": only_on[1], "only_on_feature": only_on[0]}
         chosen = self.values.chosen_by(node) if rule.category == "precision" else None
@@ -241,16 +251,19 @@ class PythonScanner(Walker):
             self.keep(hit)
         return hit
 
-    def only_on(self, rule: Rule, clause: Match, node: cst.CSTNode) -> tuple[str, str] | None:
+    def only_on(self, rule: Rule, clause: Match, node: cst.CSTNode, symbol: str = "") -> tuple[str, str] | None:
         """(feature, where) for a hit that runs only on some data or device: code under
         `if torch.is_complex(x):` runs for complex tensors only; a CUDA backend flag set
-        (`torch.backends.cudnn.benchmark = True`) does nothing off CUDA. context.py lists them as
-        opt-in, never costed."""
+        (`torch.backends.cudnn.benchmark = True`) and a CUDA call that returns without touching the
+        device before CUDA is initialised (`torch.cuda.empty_cache()`) do nothing off CUDA.
+        context.py lists them as opt-in, never costed."""
         test = self.values.complex_only(node)
         if test is not None:
             return "complex", f"complex tensors (`{test}`)"
         if rule.housekeeping and clause.kind == "attribute" and clause.context == "store":
             return "cuda", "a CUDA device (a CUDA backend flag: no edit needed, harmless off CUDA)"
+        if rule.housekeeping and clause.kind == "call" and symbol in NOOP_OFF_CUDA:
+            return "cuda", f"a CUDA device (`{symbol}()` does nothing before CUDA is initialised: harmless off CUDA)"
         return None
 
     def emit(self, rule: Rule, clause: Match, line: int, node: cst.CSTNode, symbol: str, scope: str,
