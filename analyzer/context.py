@@ -583,6 +583,9 @@ def propagate(graph: Graph, entries: list[str],
     alternatives = graph.alternatives
     for e in entries:
         alt = alternatives.get(e)
+        if alt is not None and alt.kind == "evaluation":
+            relax(e, EVAL, None)  # a library's inference utility (`semantic_search`): the evaluation path
+            continue
         relax(e, OPTIN if alt else graph.target_label(e), alt)  # an evaluation method starts as one
     while heap:
         lab, node = heapq.heappop(heap)
@@ -608,7 +611,9 @@ def propagate(graph: Graph, entries: list[str],
             new = max(lab, edge_label, graph.target_label(target))
             g = here_gate if here_gate is not None else gate  # the outermost switch names the feature
             alt = alternatives.get(target)
-            if alt is not None and new < OPTIN:
+            if alt is not None and alt.kind == "evaluation":
+                new = max(new, EVAL)
+            elif alt is not None and new < OPTIN:
                 new, g = OPTIN, alt  # one of a library's alternatives: the user picks it
             relax(target, new, g, node)
         d = graph.def_of(node)
@@ -639,6 +644,8 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
     for rel in rels:
         code = graph.code.get(rel, {})
         for scope, refs in code.get("refs", {}).items():
+            if scope == MAIN:
+                continue  # a library module's `__main__` block is a demo run as a script: it uses nothing
             for ref, _region in refs:
                 if ref.startswith(("a:", "s:")):
                     names.add(ref[2:])
@@ -730,6 +737,40 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
     return out
 
 
+# Words of a library's functions that a user calls beside the training step, never inside it: on a
+# trained model or its outputs (search, retrieval, clustering, visualisation, saving or converting the
+# result: the evaluation path) or once
+# before training (mining a dataset, initialising weights: opt-in). Only a function nothing in the
+# library calls is judged by its name; what it calls keeps the label of any other path to it.
+INFERENCE_WORDS = frozenset({"search", "retrieval", "retrieve", "rerank", "reranking", "clustering", "community",
+                             "neighbors", "neighbours", "knn", "heatmap", "visualize", "visualise",
+                             "visualization", "visualisation", "plot", "interpretability",
+                             "save", "export", "convert", "conversion"})
+PREPARATION_WORDS = frozenset({"mine", "mining"})
+INIT_WORDS, WEIGHT_WORDS = frozenset({"init", "initialize", "initialise"}), frozenset({"weights", "params", "parameters"})
+
+
+def library_utilities(graph: Graph, roots: list[str]) -> dict[str, Gate]:
+    """A library's top-level functions that nothing in it calls and whose name says they run beside
+    training (`semantic_search`, `community_detection`, `mine_hard_negatives`,
+    `initialize_lora_eva_weights`): the evaluation path, or an opt-in feature named for the function."""
+    out: dict[str, Gate] = {}
+    for node in roots:
+        d = graph.def_of(node)
+        name = node.rpartition("::")[2]
+        if d is None or d[2] != "f" or "." in name:
+            continue
+        words = set(name.lower().strip("_").split("_"))
+        if words & INFERENCE_WORDS:
+            out[node] = Gate("evaluation", f"`{name}` is a utility a user calls on a trained model",
+                             "evaluation")
+        elif words & PREPARATION_WORDS:
+            out[node] = Gate(name, f"only when the user calls `{name}` (prepares a dataset before training)")
+        elif words & INIT_WORDS and words & WEIGHT_WORDS:
+            out[node] = Gate(name, f"only when the user calls `{name}` (a one-time initialisation before training)")
+    return out
+
+
 def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = None) -> str | None:
     """The first function that trains (calls backward, steps an optimizer, runs a Trainer) that a
     file's own code (or `start`) reaches by unconditional calls; None when none does."""
@@ -788,6 +829,22 @@ def accelerator_of(path: str) -> str | None:
     for key, name in OTHER_ACCELERATORS.items():
         if len(key) > 2 and (stem.endswith("_" + key) or stem.startswith(key + "_")):
             return name
+    return None
+
+
+# Folders of plugins a user enables by name (`plugins:` in a YAML config, `precision="bf16-mixed"`):
+# each entry under them is a plugin, loaded only when asked for; the folder's own modules (the
+# plugin manager, the base class) stay on the default path.
+PLUGIN_DIR = re.compile(r"(?i)^(integrations|plugins)$")
+
+
+def plugin_of(path: str) -> str | None:
+    """The plugin a file belongs to: the first folder or module under a `plugins/` or
+    `integrations/` folder (`integrations/liger/...` -> `liger`), when it is not the folder's own code."""
+    parts = path.split("/")
+    for i, p in enumerate(parts[:-2]):
+        if PLUGIN_DIR.match(p):
+            return parts[i + 1]
     return None
 
 
@@ -870,6 +927,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         on = [r for r in graph.code if not reach.reasons.get(r)]
         roots = library_roots(graph, on)
         graph.alternatives = alternatives(graph, on, roots)
+        for node, gate in library_utilities(graph, roots).items():
+            graph.alternatives.setdefault(node, gate)
         ctx.starts = roots + api_methods(graph, roots)
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
@@ -995,6 +1054,10 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         context, reason = "neuron-native", "this file already targets Neuron or XLA"
     elif ctx.neuron_entries and f.category in NEURON_CATEGORIES:
         context, reason = "neuron-native", "the training entry already targets Neuron or XLA"
+    elif plugin_of(f.path) is not None:
+        name = plugin_of(f.path)
+        context, gate = "opt-in", Gate(f"plugin:{name}", f"only when the plugin `{name}` is enabled (plugins are "
+                                       "loaded by name from the configuration)")
     else:
         label = STEP
         scope = f.scope

@@ -1,0 +1,183 @@
+"""What a library's user runs beside the training step, and plugins enabled by name.
+
+A library scanned without an entry (library mode) starts from its surface. Of that surface, the
+functions a user calls on a trained model (search, clustering, saving) are the evaluation path and
+the ones run once before training (mining a dataset, initialising weights) are opt-in; a class used
+only by a module's `__main__` demo is still the user's pick. Code under `plugins/` or
+`integrations/` runs only when its plugin is enabled. Real scans of small trees, no mocks.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from scanning import write_tree as tree
+
+from neuron_ready.config import Settings
+from neuron_ready.context import plugin_of
+from neuron_ready.engine import run_scan
+
+
+def scan(root: Path):
+    return run_scan(Settings(root=root, cache=False)).report
+
+
+def labelled(report) -> dict[tuple[str, int], tuple[str, str | None]]:
+    return {(f.path, f.line): (f.context, f.details.get("feature")) for f in report.findings + report.off_path}
+
+
+def _embedding_library(tmp_path: Path) -> Path:
+    return tree(tmp_path, {
+        "emb/__init__.py": "",
+        "emb/model.py": """\
+            import torch
+            from .util import normalize
+            class Encoder(torch.nn.Module):
+                def forward(self, x):
+                    return normalize(torch.nonzero(x))
+            """,
+        "emb/util.py": """\
+            import torch
+            def normalize(x):
+                return x[x > 0]  # the model's forward runs this too: stays in the training step
+            def _search_rows(x):
+                return torch.nonzero(x)  # a search word, but the library calls it from training code
+            def pool(x):
+                return _search_rows(x)
+            """,
+        "emb/retrieval.py": """\
+            import torch
+            from .util import normalize
+            def semantic_search(queries, corpus):
+                scores = normalize(queries @ corpus.T)
+                return torch.nonzero(scores > 0.5)
+            def community_detection(embeddings):
+                return torch.unique(embeddings)
+            """,
+        "emb/datasets.py": """\
+            import torch
+            def mine_hard_negatives(model, pairs):
+                return torch.nonzero(pairs)
+            """,
+        "emb/adapters.py": """\
+            import torch
+            def initialize_adapter_weights(model, loader):
+                return torch.nonzero(model)
+            def save_merged(model):
+                return torch.nonzero(model)
+            """,
+        "emb/trainer.py": """\
+            import torch
+            from .model import Encoder
+            from .util import pool
+            class Trainer:
+                def train(self, x):
+                    loss = pool(Encoder()(x)).sum()
+                    loss.backward()
+            """,
+    })
+
+
+def test_a_librarys_inference_and_preparation_utilities_are_not_the_training_step(tmp_path):
+    report = scan(_embedding_library(tmp_path))
+    assert report.extra["reach"]["mode"] == "library"
+    got = labelled(report)
+    assert got[("emb/model.py", 5)] == ("step", None)  # the model's forward: the training step
+    assert got[("emb/util.py", 3)] == ("step", None)  # shared with the training step: the best path wins
+    assert got[("emb/util.py", 5)] == ("step", None)  # a name is judged only where nothing calls it
+    # search and clustering run on a trained model's outputs: the evaluation path
+    assert got[("emb/retrieval.py", 5)][0] == "evaluation"
+    assert got[("emb/retrieval.py", 7)][0] == "evaluation"
+    assert got[("emb/adapters.py", 5)][0] == "evaluation"  # saving the result
+    # run once before training: opt-in features named for the function
+    assert got[("emb/datasets.py", 3)] == ("opt-in", "mine_hard_negatives")
+    assert got[("emb/adapters.py", 3)] == ("opt-in", "initialize_adapter_weights")
+    gate = next(f.gate for f in report.off_path if f.path == "emb/datasets.py")
+    assert gate == "only when the user calls `mine_hard_negatives` (prepares a dataset before training)"
+    assert {p.name for p in report.opt_in} >= {"mine_hard_negatives", "initialize_adapter_weights"}
+
+
+def test_with_a_training_entry_the_calls_decide_not_the_names(tmp_path):
+    root = _embedding_library(tmp_path)
+    (root / "train.py").write_text(textwrap.dedent("""\
+        import torch
+        from emb.retrieval import semantic_search
+        def main():
+            x = semantic_search(torch.ones(3, 3), torch.ones(3, 3)).float()
+            x.sum().backward()
+        if __name__ == "__main__":
+            main()
+        """))
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "entries"
+    assert labelled(report)[("emb/retrieval.py", 5)] == ("step", None)  # this trainer searches in its step
+
+
+def test_a_class_used_only_by_a_modules_main_demo_is_still_the_users_pick(tmp_path):
+    report = scan(tree(tmp_path, {
+        "wrap/__init__.py": "from .wrappers import ARWrapper, BeliefWrapper, XLWrapper\n",
+        "wrap/wrappers.py": """\
+            import torch
+            class ARWrapper(torch.nn.Module):
+                def forward(self, x):
+                    return torch.nonzero(x)
+            class XLWrapper(torch.nn.Module):
+                def forward(self, x):
+                    return x[x > 0]
+            class BeliefWrapper(torch.nn.Module):
+                def forward(self, x):
+                    return torch.unique(x)
+            if __name__ == "__main__":
+                print(BeliefWrapper()(torch.ones(3)))  # a demo: run as a script, never by the library
+            """,
+    }))
+    got = labelled(report)
+    assert got[("wrap/wrappers.py", 10)] == ("opt-in", "BeliefWrapper")
+    assert "one of 3 classes named `*Wrapper`" in next(f.gate for f in report.off_path if f.line == 10)
+
+
+def test_plugins_enabled_by_name_are_opt_in_and_the_plugin_manager_is_not(tmp_path):
+    report = scan(tree(tmp_path, {
+        "proj/__init__.py": "",
+        "proj/integrations/__init__.py": "",
+        "proj/integrations/base.py": """\
+            import importlib
+            import torch
+            def load_plugins(names):
+                torch.cuda.synchronize()
+                return [importlib.import_module(n) for n in names]
+            """,
+        "proj/integrations/fused_loss/__init__.py": "",
+        "proj/integrations/fused_loss/ops.py": """\
+            import torch
+            def fused_loss(x):
+                return torch.nonzero(x).sum()
+            """,
+        "train.py": """\
+            import torch
+            from proj.integrations.base import load_plugins
+            from proj.integrations.fused_loss.ops import fused_loss
+            def main(plugins=()):
+                load_plugins(plugins)
+                loss = fused_loss(torch.ones(3))
+                loss.backward()
+            if __name__ == "__main__":
+                main()
+            """,
+    }))
+    assert report.extra["reach"]["mode"] == "entries"
+    got = labelled(report)
+    assert got[("proj/integrations/base.py", 4)] == ("step", None)  # the folder's own code: default path
+    assert got[("proj/integrations/fused_loss/ops.py", 3)] == ("opt-in", "plugin:fused_loss")
+    gate = next(f.gate for f in report.off_path if f.path.endswith("ops.py"))
+    assert gate.startswith("only when the plugin `fused_loss` is enabled")
+    assert "plugin:fused_loss" in {p.name for p in report.opt_in}
+
+
+def test_the_plugin_of_a_path():
+    assert plugin_of("src/axo/integrations/liger/kernels/rms.py") == "liger"
+    assert plugin_of("lightning/fabric/plugins/precision/amp.py") == "precision"
+    assert plugin_of("src/axo/integrations/base.py") is None  # the plugin manager itself
+    assert plugin_of("src/axo/integrations.py") is None
+    assert plugin_of("src/axo/core/trainer.py") is None
