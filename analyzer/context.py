@@ -754,7 +754,9 @@ INIT_WORDS, WEIGHT_WORDS = frozenset({"init", "initialize", "initialise"}), froz
 def library_utilities(graph: Graph, roots: list[str]) -> dict[str, Gate]:
     """A library's top-level functions that nothing in it calls and whose name says they run beside
     training (`semantic_search`, `community_detection`, `mine_hard_negatives`,
-    `initialize_lora_eva_weights`): the evaluation path, or an opt-in feature named for the function."""
+    `initialize_lora_eva_weights`), or that rewrite a model's weights through `.data` in a loop over
+    its modules (`reduce_intruder_dimension`: weight surgery on a trained model): the evaluation
+    path, or an opt-in feature named for the function."""
     out: dict[str, Gate] = {}
     for node in roots:
         d = graph.def_of(node)
@@ -769,6 +771,8 @@ def library_utilities(graph: Graph, roots: list[str]) -> dict[str, Gate]:
             out[node] = Gate(name, f"only when the user calls `{name}` (prepares a dataset before training)")
         elif words & INIT_WORDS and words & WEIGHT_WORDS:
             out[node] = Gate(name, f"only when the user calls `{name}` (a one-time initialisation before training)")
+        elif "surgery" in d[3]:
+            out[node] = Gate(name, f"only when the user calls `{name}` (rewrites a model's weights outside the step)")
     return out
 
 

@@ -2,7 +2,8 @@
 
 A library scanned without an entry (library mode) starts from its surface. Of that surface, the
 functions a user calls on a trained model (search, clustering, saving) are the evaluation path and
-the ones run once before training (mining a dataset, initialising weights) are opt-in; a class used
+the ones run once before training or on a trained model's weights (mining a dataset, initialising
+weights, weight surgery in a loop over a model's modules) are opt-in; a class used
 only by a module's `__main__` demo is still the user's pick. Code under `plugins/` or
 `integrations/` runs only when its plugin is enabled. Real scans of small trees, no mocks.
 """
@@ -67,6 +68,17 @@ def _embedding_library(tmp_path: Path) -> Path:
             def save_merged(model):
                 return torch.nonzero(model)
             """,
+        "emb/surgery.py": """\
+            import torch
+            def reduce_noise(model):
+                for name, layer in model.named_modules():
+                    keep = torch.nonzero(layer.weight)
+                    layer.weight.data = layer.weight.data[keep]
+            def sgd_update(params, lr):
+                for p in params:
+                    idx = torch.nonzero(p.grad)
+                    p.data = p.data - lr * p.grad[idx]
+            """,
         "emb/trainer.py": """\
             import torch
             from .model import Encoder
@@ -93,6 +105,10 @@ def test_a_librarys_inference_and_preparation_utilities_are_not_the_training_ste
     # run once before training: opt-in features named for the function
     assert got[("emb/datasets.py", 3)] == ("opt-in", "mine_hard_negatives")
     assert got[("emb/adapters.py", 3)] == ("opt-in", "initialize_adapter_weights")
+    # weight surgery on a trained model (a loop over its modules writing `.data`) is opt-in; an
+    # update of parameters a user's step calls is not surgery
+    assert got[("emb/surgery.py", 4)] == ("opt-in", "reduce_noise")
+    assert got[("emb/surgery.py", 8)] == ("step", None)
     gate = next(f.gate for f in report.off_path if f.path == "emb/datasets.py")
     assert gate == "only when the user calls `mine_hard_negatives` (prepares a dataset before training)"
     assert {p.name for p in report.opt_in} >= {"mine_hard_negatives", "initialize_adapter_weights"}

@@ -417,6 +417,8 @@ class _Walk:
         # `@register("name")`, `@registry.register_module()`, `@register_model`: registered for lookup by name
         if any("regist" in d.lower() for d in decos):
             out.append("registered")
+        if _rewrites_weights(node):
+            out.append("surgery")
         return out
 
     def klass(self, node: ast.ClassDef) -> None:
@@ -721,6 +723,21 @@ def _loader_loop(it: ast.AST) -> bool:
         it = it.args[0] if it.args else it.func
     parts = _chain(it)
     return bool(parts) and bool(_LOADER.search(parts[-1]))
+
+
+def _rewrites_weights(node: ast.FunctionDef) -> bool:
+    """Weight surgery: a loop over a model's modules that assigns parameter values through `.data`
+    (merging, re-initialising or post-processing a trained model; the step updates weights through
+    an optimizer instead)."""
+    for loop in ast.walk(node):
+        if type(loop) is not ast.For or type(loop.iter) is not ast.Call:
+            continue
+        if (_chain(loop.iter.func) or [""])[-1] not in ("named_modules", "modules"):
+            continue
+        for st in ast.walk(loop):
+            if type(st) is ast.Assign and any(type(t) is ast.Attribute and t.attr == "data" for t in st.targets):
+                return True
+    return False
 
 
 def _gives_up(stmts: list[ast.stmt]) -> bool:
