@@ -739,11 +739,10 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
 
 # Words of a library's functions that a user calls beside the training step, never inside it: on a
 # trained model or its outputs (search, retrieval, clustering, visualisation, saving or exporting the
-# result: the evaluation path) or once
-# before training (mining a dataset, initialising weights: opt-in). Only a function nothing in the
-# library calls is judged by its name; what it calls keeps the label of any other path to it.
-# Not `knn`/`neighbors` (a graph network builds its kNN graph in `forward`) nor `convert` (converting a
-# model for training: `convert_to_random_ltd`).
+# result: the evaluation path) or once before training (mining a dataset, initialising weights:
+# opt-in). Only a function nothing in the library calls is judged by its name; what it calls keeps
+# the label of any other path to it. Not `knn`/`neighbors` (a graph network builds its kNN graph in
+# `forward`) nor `convert` (converting a model for training: `convert_to_random_ltd`).
 INFERENCE_WORDS = frozenset({"search", "retrieval", "retrieve", "rerank", "reranking", "clustering", "community",
                              "heatmap", "visualize", "visualise", "visualization", "visualisation", "plot",
                              "interpretability", "save", "export"})
