@@ -951,7 +951,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             f.context = "evaluation" if evaluation else "off-path"
             continue
         ext = reach.extension_of.get(f.path) or reach.build_site(f.path, f.line, f.category == "custom-cuda")
-        if ext in ext_labels:
+        if ext in ext_labels and plugin_of(f.path) is None:  # a plugin's own extension is the plugin's
             label_native(f, ext, ext_labels[ext], ctx)
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)

@@ -197,3 +197,37 @@ def test_the_plugin_of_a_path():
     assert plugin_of("src/axo/integrations/base.py") is None  # the plugin manager itself
     assert plugin_of("src/axo/integrations.py") is None
     assert plugin_of("src/axo/core/trainer.py") is None
+
+
+def test_a_plugins_own_cuda_extension_is_the_plugins(tmp_path):
+    report = scan(tree(tmp_path, {
+        "setup.py": """\
+            from setuptools import setup
+            from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+            setup(name="proj", ext_modules=[CUDAExtension("proj.integrations.fastops._ext",
+                  ["proj/integrations/fastops/kernel.cu"])], cmdclass={"build_ext": BuildExtension})
+            """,
+        "proj/__init__.py": "",
+        "proj/integrations/__init__.py": "",
+        "proj/integrations/fastops/__init__.py": "",
+        "proj/integrations/fastops/ops.py": """\
+            from proj.integrations.fastops import _ext
+            def fused(x):
+                return _ext.fused(x)
+            """,
+        "proj/integrations/fastops/kernel.cu": """\
+            __global__ void fused_kernel(float* x) { x[threadIdx.x] *= 2.0f; }
+            """,
+        "train.py": """\
+            import torch
+            from proj.integrations.fastops.ops import fused
+            def main():
+                loss = fused(torch.ones(3)).sum()
+                loss.backward()
+            if __name__ == "__main__":
+                main()
+            """,
+    }))
+    cuda = [f for f in report.findings + report.off_path if f.path.endswith("kernel.cu")]
+    assert cuda and all((f.context, f.details.get("feature")) == ("opt-in", "plugin:fastops") for f in cuda)
+    assert not any(f.path.startswith("proj/integrations/fastops/") for f in report.findings)
