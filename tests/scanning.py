@@ -59,12 +59,3 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     return root
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    """A small repository on disk: each relative path gets its (dedented) text."""
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
