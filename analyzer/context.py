@@ -777,14 +777,15 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
 
 
 # Words of a library's functions that a user calls beside the training step, never inside it: on a
-# trained model or its outputs (search, retrieval, clustering, visualisation, saving or exporting the
-# result: the evaluation path) or once before training (mining a dataset, initialising weights:
-# opt-in). Only a function nothing in the library calls is judged by its name; what it calls keeps
-# the label of any other path to it. Not `knn`/`neighbors` (a graph network builds its kNN graph in
-# `forward`) nor `convert` (converting a model for training: `convert_to_random_ltd`).
+# trained model or its outputs (search, retrieval, clustering, visualisation, exporting the result:
+# the evaluation path) or once before training (mining a dataset, initialising weights: opt-in).
+# Only a function nothing in the library calls is judged by its name; what it calls keeps the label
+# of any other path to it. Not `save` (a checkpoint is saved inside the training job), `knn`/
+# `neighbors` (a graph network builds its kNN graph in `forward`) nor `convert` (converting a model
+# for training: `convert_to_random_ltd`).
 INFERENCE_WORDS = frozenset({"search", "retrieval", "retrieve", "rerank", "reranking", "clustering", "community",
                              "heatmap", "visualize", "visualise", "visualization", "visualisation", "plot",
-                             "interpretability", "save", "export"})
+                             "interpretability", "export"})
 PREPARATION_WORDS = frozenset({"mine", "mining"})
 INIT_WORDS, WEIGHT_WORDS = frozenset({"init", "initialize", "initialise"}), frozenset({"weights", "params", "parameters"})
 

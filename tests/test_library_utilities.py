@@ -65,7 +65,9 @@ def _embedding_library(tmp_path: Path) -> Path:
             import torch
             def initialize_adapter_weights(model, loader):
                 return torch.nonzero(model)
-            def save_merged(model):
+            def export_merged(model):
+                return torch.nonzero(model)
+            def save_checkpoint(model):
                 return torch.nonzero(model)
             """,
         "emb/surgery.py": """\
@@ -101,7 +103,8 @@ def test_a_librarys_inference_and_preparation_utilities_are_not_the_training_ste
     # search and clustering run on a trained model's outputs: the evaluation path
     assert got[("emb/retrieval.py", 5)][0] == "evaluation"
     assert got[("emb/retrieval.py", 7)][0] == "evaluation"
-    assert got[("emb/adapters.py", 5)][0] == "evaluation"  # saving the result
+    assert got[("emb/adapters.py", 5)][0] == "evaluation"  # exporting the result
+    assert got[("emb/adapters.py", 7)][0] == "step"  # a checkpoint is saved inside the training job
     # run once before training: opt-in features named for the function
     assert got[("emb/datasets.py", 3)] == ("opt-in", "mine_hard_negatives")
     assert got[("emb/adapters.py", 3)] == ("opt-in", "initialize_adapter_weights")
