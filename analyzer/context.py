@@ -1059,7 +1059,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         if f.path in ctx.core and f.category == "gpu-library" and f.context == "step" and not f.scope and not f.fallback:
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
     cuda_only(findings, info_by, housekeeping, ctx)
-    optional_dependencies(findings)
+    optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])})
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
     return ctx
@@ -1083,14 +1083,15 @@ def dev_requirements_file(path: str) -> bool:
     return any(DEV_EXTRA.match(w) for w in words if w)
 
 
-def optional_dependencies(findings: list[Finding]) -> None:
+def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()) -> None:
     """What a Trainium install does not have, so the fallback runs. A GPU library imported under
     `try/except ImportError` (a handler that neither raises nor exits) or `if is_x_available():`, and
     used behind that guard, runs only when the user installs it: an opt-in feature named for the
     library (`only when flash_attn is installed`). A GPU package listed only in an optional extra is
     the opt-in feature `extra:<name>`; in a development extra (dev, test, docs, lint, ...) or a
     requirements-dev file it is not training at all. An unconditional import of the same library on
-    the training path keeps both must-port: the training job needs it."""
+    the training path keeps both must-port: the training job needs it; so does being an extension
+    this repository builds (`built`: flash-attn's own `flash_attn_2_cuda`)."""
     required = {_module_root(f.symbol) for f in findings
                 if f.context == "step" and f.category != "dependency" and not f.fallback}
     for f in findings:
@@ -1098,7 +1099,7 @@ def optional_dependencies(findings: list[Finding]) -> None:
             continue
         lib = f.details.get("optional_library")
         extra = f.details.get("extra")
-        if lib and f.fallback and lib not in required:
+        if lib and f.fallback and lib not in required and lib not in built:  # not this repository's own extension
             f.context, f.gate = "opt-in", f"only when {lib} is installed (imported under a guard with a fallback)"
             f.details["feature"] = lib
             f.details["context_reason"] = f"`{lib}` is optional: without it the fallback runs"

@@ -93,3 +93,28 @@ def test_a_second_build_of_one_module_with_no_sources_of_its_own_joins_the_first
     assert [e["id"] for e in report["reach"]["extensions"]] == ["fastattn_cuda", "fastattn_cuda#2"]
     assert [t["id"] for t in report["tasks"] if t["id"].startswith("T-ext-")] == ["T-ext-fastattn_cuda"]
 
+
+def test_the_repositorys_own_extension_under_an_import_guard_is_not_an_optional_library(tmp_path):
+    setup = """\
+        from setuptools import setup
+        from torch.utils.cpp_extension import CUDAExtension
+        setup(name="flash_attn", ext_modules=[CUDAExtension("flash_attn_2_cuda", ["csrc/attn.cu"])])
+    """
+    kernel = "#include <cuda_runtime.h>\n__global__ void attn_fwd_kernel(float* x) { x[0] = 1; }\n"
+    package = """\
+        try:
+            import flash_attn_2_cuda
+        except ImportError:
+            flash_attn_2_cuda = None
+        def attention(q):
+            if flash_attn_2_cuda is not None:
+                return flash_attn_2_cuda.fwd(q)
+            return q
+    """
+    root = tree(tmp_path, {"setup.py": setup, "csrc/attn.cu": kernel, "flash_attn/__init__.py": package})
+    r = run_cli("scan", str(root), "--isolated", "--format", "json")
+    assert r.code in (0, 1), r.err
+    report = json.loads(r.out)
+    imports = [f for f in report["findings"] + report["off_path"] if f["path"] == "flash_attn/__init__.py"]
+    assert imports and all(f["context"] == "step" for f in imports)  # its port is this repository's work
+
