@@ -727,7 +727,24 @@ class Int64Lossy(Matcher):
         func = node.func
         name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
         return name is not None and (name in ("long", "to", "type", "LongTensor") or
-                                     f"torch.{name}" in _INT64_FACTORIES) and screen.any_may(entries)
+                                     f"torch.{name}" in _INT64_FACTORIES) and screen.any_may(entries) \
+            and screen.region_has("int64_lossy_op", _lossy_op_may)
+
+
+def _lossy_op_may(node: ast.AST) -> bool:
+    """The screen's half of Int64Lossy.reach: the region has an op without an integer datapath (`@`,
+    `**`, matmul, scatter/index add, pow, topk, a reduction); without one no INT64 there can be lossy."""
+    t = type(node)
+    if t is ast.BinOp:
+        return type(node.op) in (ast.MatMult, ast.Pow)
+    if t is ast.AugAssign:
+        return type(node.op) in (ast.MatMult, ast.Pow)
+    if t is ast.Call:
+        f = node.func
+        name = f.attr if type(f) is ast.Attribute else f.id if type(f) is ast.Name else ""
+        return (name in _LOSSY_METHODS or f"torch.{name}" in _LOSSY_CALLS or name == "linear"
+                or bool(_REDUCE_NAME.search(name)))
+    return False
 
 
 def _hit(rule, clause, line, node, symbol, scope, details):

@@ -203,6 +203,7 @@ class _Screen:
         self.compared: set[int] = set()
         self.region: tuple[ast.AST, frozenset[int]] | None = None
         self.facts: tuple[set[str], bool] | None = None
+        self.region_answers: dict[str, bool] = {}  # region_has: per region, per key
 
     # ------------------------------------------------------------------ resolution
 
@@ -305,7 +306,7 @@ class _Screen:
         """Could python.py report anything inside `region`, or learn a file-wide fact from it?"""
         idx = self.idx
         self.compared = set()
-        self.region, self.facts = (region, skip), None
+        self.region, self.facts, self.region_answers = (region, skip), None, {}
         stack = [region]  # _walk, inline: a name chain is judged whole and not entered
         while stack:
             node = stack.pop()
@@ -431,6 +432,15 @@ class _Screen:
                 return self.collate
             return trains or any(TRAIN_NAME.search(d) for d in defs)
         return True
+
+    def region_has(self, key: str, predicate) -> bool:
+        """Whether some node of the region being judged satisfies `predicate` (answered once per
+        region and key): a matcher's condition on the whole function, not on one node."""
+        found = self.region_answers.get(key)
+        if found is None:
+            region, skip = self.region
+            found = self.region_answers[key] = any(predicate(n) for n in _walk(region, skip))
+        return found
 
     def any_may(self, entries) -> bool:
         """Some clause naming a matcher may hold here (a matcher's ast check asks, see matchers.py)."""
