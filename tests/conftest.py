@@ -1,6 +1,5 @@
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -56,12 +55,3 @@ def repo_snapshot(tmp_path_factory) -> Path:
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "snapshot"]):
         subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
     return dest
-
-
-def tree(root: Path, files: dict[str, str]) -> Path:
-    """Write a small repository: relative path -> (dedented) text."""
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root

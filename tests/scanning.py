@@ -53,15 +53,6 @@ def hits(result: FileResult) -> list[tuple[int, str, str]]:
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
-    """Files given as {relative path: text} under root (created); root."""
-    for name, text in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    return root
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
     """A small repository on disk: each relative path gets its (dedented) text."""
     for rel, text in files.items():
         p = root / rel

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, tree
+from conftest import FIXTURES
+from scanning import write_tree as tree
 from neuron_ready.config import Settings
 from neuron_ready.context import UNKNOWN, Defaults, accelerator_of
 from neuron_ready.engine import run_scan

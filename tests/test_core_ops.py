@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from cli import run_cli
-from conftest import tree
+from scanning import write_tree as tree
 from neuron_ready.effort import base_ops
 
 SETUP = """\

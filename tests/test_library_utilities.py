@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from conftest import tree
+from scanning import write_tree as tree
 
 from neuron_ready.config import Settings
 from neuron_ready.context import plugin_of

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from cli import run_cli
-from conftest import FIXTURES, tree
+from conftest import FIXTURES
+from scanning import write_tree as tree
 from neuron_ready.config import ConfigError, Settings
 from neuron_ready.engine import run_scan
 from neuron_ready.reach import EXCLUDED, STANDALONE, UNBUILT, UNREACHED, glob_matches, module_names

@@ -608,15 +608,16 @@ def _add_config_hits(job: FileJob, text: str, ctx: ScanContext, result: FileResu
                              setting, " ".join(line_text.split())[:160]))
 
 
-def _scan_binary(job: FileJob, ctx: ScanContext, result: FileResult) -> None:
-    """A prebuilt shared library: its ELF tables, never its text (see binary.py)."""
+def _scan_binary(job: FileJob, ctx: ScanContext, result: FileResult, data: bytes | None = None) -> None:
+    """A prebuilt shared library: its ELF tables, never its text (see binary.py). `data`: the whole
+    file when the caller read it for the cache key, so it is not read a second time."""
     name = PurePosixPath(job.rel).name
     clauses = [(r, m) for r, m in ctx.entries("binary")
                if any(fnmatch.fnmatchcase(name, g) for g in (m.files or ("*.so", "*.so.*")))]
     if not clauses:
         return
     try:
-        with open(job.path, "rb") as fh:
+        with (io.BytesIO(data) if data is not None else open(job.path, "rb")) as fh:
             facts = binary_mod.read_binary(fh)
     except binary_mod.NotReadable as e:
         raise _Skip("binary", str(e)) from None
@@ -650,7 +651,7 @@ def scan_file(job: FileJob, ctx: ScanContext, data: bytes | None = None) -> File
         if job.kind == "binary":
             if data is not None and len(data) > binary_mod.MAX_LIBRARY_SIZE:
                 raise _Skip("too-large", f"larger than the {byte_size(binary_mod.MAX_LIBRARY_SIZE)} limit for a library")
-            _scan_binary(job, ctx, result)  # read through its ELF tables
+            _scan_binary(job, ctx, result, data)  # read through its ELF tables
         else:
             _HANDLERS[job.kind](job, read_text(job, ctx.max_file_size, data), ctx, result)
     except _Skip as s:
