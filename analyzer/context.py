@@ -401,6 +401,7 @@ class Graph:
         self._resolved: dict[tuple[str, str], list[str]] = {}
         self._edges: dict[str, list] = {}
         self._imports: dict[tuple[str, str], list[str]] = {}
+        self._table_keys: dict[str, tuple[object, str]] | None = None
 
     # ------------------------------------------------------------------ names
 
@@ -490,6 +491,36 @@ class Graph:
     def edges_changed(self) -> None:
         """The defaults changed: edge labels must be judged again (resolution stays)."""
         self._edges.clear()
+        self._table_keys = None
+
+    def table_key(self, method: str) -> tuple[object, str]:
+        """(default key, setting name) with which the project asks a table method
+        (`self.task_map[self.task]`) for an entry: UNKNOWN unless every lookup agrees."""
+        if self._table_keys is None:
+            seen: dict[str, list] = {}
+            for rel, code in sorted(self.code.items()):
+                for _scope, looks in sorted(code.get("lookups", {}).items()):
+                    for table, key, *_rest in looks:
+                        if table.startswith("a:"):
+                            seen.setdefault(table[2:], []).append((self.defaults.evaluate(key, rel), _feature(key)))
+            self._table_keys = {
+                name: (vals[0] if all(v[0] is not UNKNOWN and _same(vals[0][0], v[0]) for v in vals) else (UNKNOWN, ""))
+                for name, vals in seen.items()}
+        return self._table_keys.get(method, (UNKNOWN, ""))
+
+    def _table_method_edges(self, rel: str, scope: str, table: dict[str, list[str]]):
+        """A method that returns a table of classes by name, asked for the configured entry: the
+        default key's entry runs, the others are opt-in (`only when task == 'pose'`); when the
+        default cannot be read, every entry runs (the module-level answer)."""
+        value, setting = self.table_key(scope.rsplit(".", 1)[-1])
+        if value is UNKNOWN or not any(_same(value, k) for k in table):
+            return
+        for name, refs in sorted(table.items()):
+            chosen = _same(value, name)
+            g = None if chosen else Gate(name, f"only when {setting} == {name!r} (the default is {_show(value)})")
+            for ref in refs:
+                for target in self.resolve(rel, ref):
+                    yield target, STEP if chosen else OPTIN, g, None, False
 
     def _edges_of(self, node: str):
         rel, _, scope = node.partition("::")
@@ -505,7 +536,13 @@ class Graph:
                 gate_cache[region] = region_gate(code, region, rel, self.defaults)
             return gate_cache[region]
 
+        table = code.get("registries", {}).get(scope) if "." in scope else None
+        picked = list(self._table_method_edges(rel, scope, table)) if table else []
+        yield from picked
+        in_table = {r for refs in table.values() for r in refs} if picked else set()
         for ref, region in code.get("refs", {}).get(scope, ()):
+            if ref in in_table:
+                continue  # judged per entry above
             g = gate_of(region)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             fb = in_fallback(code, region) if region >= 0 else None

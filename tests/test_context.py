@@ -804,3 +804,67 @@ def test_callbacks_registered_on_an_op_run_when_the_op_does(tmp_path):
     (root / "train.py").write_text(textwrap.dedent(train.format(call="ops.op(x)")))
     c = contexts(scan(root))
     assert c[("ops.py", 6)] == "step" and c[("ops.py", 2)] == "step"
+
+
+def test_a_table_method_asked_for_the_configured_task_runs_only_the_default_entry(tmp_path):
+    # `self.task_map[self.task]`: a method returns the classes of each task, and the configuration
+    # (here a YAML file) names the default task; the other tasks' classes are opt-in per task.
+    root = tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/cfg/default.yaml": "task: detect\nepochs: 3\n",
+        "pkg/losses.py": """\
+            import torch
+            class DetectLoss:
+                def __call__(self, x):
+                    return x[x > 0].sum()
+            class PoseLoss:
+                def __call__(self, x):
+                    return torch.nonzero(x).sum()
+            """,
+        "pkg/tasks.py": """\
+            from pkg import losses
+            class DetectTrainer:
+                def train(self, x):
+                    losses.DetectLoss()(x).backward()
+            class PoseTrainer:
+                def train(self, x):
+                    losses.PoseLoss()(x).backward()
+            """,
+        "pkg/model.py": """\
+            from pkg.tasks import DetectTrainer, PoseTrainer
+            class Model:
+                def __init__(self, task):
+                    self.task = task
+                @property
+                def task_map(self):
+                    \"\"\"Classes of each task.\"\"\"
+                    return {
+                        "detect": {"trainer": DetectTrainer},
+                        "pose": {"trainer": PoseTrainer},
+                    }
+                def train(self, x):
+                    trainer = self.task_map[self.task]["trainer"]()
+                    trainer.train(x)
+            """,
+        "train.py": """\
+            import torch
+            from pkg.model import Model
+            def main():
+                opt = torch.optim.SGD([], lr=0.1)
+                model = Model("detect")
+                model.train(None)
+                opt.step()
+            if __name__ == "__main__":
+                main()
+            """,
+    })
+    report = scan(root)
+    assert report.extra["reach"]["entries"] == ["train.py"]
+    got = {(f.path, f.line): (f.context, f.gate) for f in report.findings + report.off_path}
+    assert got[("pkg/losses.py", 4)] == ("step", None)
+    assert got[("pkg/losses.py", 7)] == ("opt-in", "only when task == 'pose' (the default is 'detect')")
+    assert [p.name for p in report.opt_in] == ["pose"]
+    # Without a readable default every entry runs (the module-level answer).
+    (root / "pkg/cfg/other.yaml").write_text("task: pose\n", encoding="utf-8")
+    again = {(f.path, f.line): f.context for f in scan(root).findings}
+    assert again[("pkg/losses.py", 7)] == "step" and again[("pkg/losses.py", 4)] == "step"

@@ -428,12 +428,45 @@ class _Walk:
         self.params = _flag_params(node)
         inner = _nested_defs(node)
         self.nested.append((name, inner))
+        if kind == "m":
+            table = self.returned_table(node)
+            if table:
+                fx.registries[name] = table  # `YOLO.task_map`: a table of classes by task
         if kind == "m" and node.name == "__init__" and self.cls and CONFIG_CLASS.search(self.cls.rsplit(".", 1)[-1]):
             for pname, value in _all_param_defaults(node):
                 fx.options.append([pname, value, node.lineno])
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
         self.scope, self.region, self.params, self.nest = saved
+
+    def returned_table(self, node: ast.FunctionDef) -> dict[str, list[str]] | None:
+        """`def task_map(self): return {"detect": {"model": DetectionModel, ...}, "pose": {...}}`: a method
+        whose body returns a table of project names keyed by strings (the task, backend or mode a
+        setting picks); each key's entry holds the references of its value."""
+        body = node.body
+        if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant:
+            body = body[1:]  # the docstring
+        if len(body) != 1 or type(body[0]) is not ast.Return or type(body[0].value) is not ast.Dict:
+            return None
+        table: dict[str, list[str]] = {}
+        for k, v in zip(body[0].value.keys, body[0].value.values):
+            key = _literal(k) if k is not None else ...
+            if type(key) is not str:
+                return None
+            refs: list[str] = []
+            stack = [v]
+            while stack:  # the outermost name of each dotted chain (`yolo.detect.DetectionTrainer`)
+                n = stack.pop()
+                parts = _chain(n) if type(n) in (ast.Name, ast.Attribute) else None
+                if parts:
+                    ref = self.fx.ref_of(parts, self.cls, self.nested)
+                    if ref is not None and not ref.startswith("a:") and ref not in refs:
+                        refs.append(ref)
+                    continue
+                stack.extend(ast.iter_child_nodes(n))
+            if refs:
+                table[key] = sorted(refs)
+        return table or None
 
     def function_body(self, stmts: list[ast.stmt], end: int) -> None:
         """A function's statements. `if not torch.cuda.is_available(): return ...` at its top level
@@ -641,6 +674,13 @@ class _Walk:
                 parts = _chain(n.value)
                 if parts and len(parts) == 1 and _table_name(parts[0]) and (parts[0] in fx.local or parts[0] in fx.bindings):
                     fx.lookups.setdefault(self.scope, []).append([parts[0], fx.cond(n.slice, self.params), self.region])
+                elif parts and len(parts) == 2 and parts[0] == "self" and self.cls is not None:
+                    # `self.task_map[self.task]`: a table method asked for the instance's setting, which
+                    # is read under its own name (`task: detect` in the configuration)
+                    key = _chain(n.slice)
+                    c = ["opt", key[-1]] if key and len(key) == 2 and key[0] == "self" else fx.cond(n.slice, self.params)
+                    if c[0] == "opt":
+                        fx.lookups.setdefault(self.scope, []).append(["a:" + parts[1], c, self.region])
             for child in ast.iter_child_nodes(n):
                 stack.append(child)
 
