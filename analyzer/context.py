@@ -107,6 +107,7 @@ class Defaults:
 
     def __init__(self, infos) -> None:
         values: dict[str, list] = {}
+        files: dict[str, list] = {}
         self.flags: dict[tuple[str, str], list] = {}
         self.passed: dict[str, list] = {}
         for info in infos:
@@ -114,11 +115,16 @@ class Defaults:
             for name, value, _line in code.get("options", ()):
                 values.setdefault(name, []).append(value)
             for key, value, _line in info.facts.get("values", ()):  # YAML/JSON/TOML configuration files
-                values.setdefault(str(key).rsplit(".", 1)[-1], []).append(value)
+                files.setdefault(str(key).rsplit(".", 1)[-1], []).append(value)
             for name, cond in (code.get("flags") or {}).items():
                 self.flags[(info.rel, name)] = cond
             for kw, vals in (code.get("passed") or {}).items():
                 self.passed.setdefault(kw, []).extend(vals)
+        # What the code declares (argparse, config classes) is what a user gets without setting anything;
+        # configuration files speak only for names the code gives no default (`task: detect` in a
+        # cfg/default.yaml), since example and test configurations are what a user may choose.
+        for k, v in files.items():
+            values.setdefault(k, v)
         self.options = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in values.items()}
         self.launched: dict[str, object] = {}  # options the training entry's launch commands set
         self.bindings = {info.rel: (info.facts.get("code") or {}).get("bindings", {}) for info in infos}

@@ -253,6 +253,18 @@ def test_defaults_come_from_argparse_dataclasses_and_config_files():
     assert d.evaluate(["opt", "nothing"], "a.py") is UNKNOWN
 
 
+def test_a_default_the_code_declares_wins_over_example_configurations():
+    # The schema says `optimizer: str = "adamw"`; example YAMLs pick other optimizers. A user who sets
+    # nothing gets the schema's; a name the code gives no default takes the files' agreed value.
+    facts = {"code": {"options": [["optimizer", "adamw", 3]]}}
+    configs = [FileInfo(f"examples/{n}.yaml", "config", {"values": [["optimizer", n, 1], ["task", "detect", 2]]})
+               for n in ("sinkgd", "lion")]
+    d = Defaults([FileInfo("schema.py", "python", facts), *configs])
+    assert d.option("optimizer") == "adamw" and d.option("task") == "detect"
+    two = {"code": {"options": [["optimizer", "adamw", 3], ["optimizer", "lion", 9]]}}
+    assert Defaults([FileInfo("schema.py", "python", two), *configs]).option("optimizer") is UNKNOWN
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("ctx_*")))
 def test_every_context_fixture_scans_deterministically(name):
     a = scan(FIXTURES / name).to_dict()
