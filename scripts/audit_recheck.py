@@ -1,4 +1,4 @@
-"""Re-read the hand audits (docs/calibration/audit.json, audit2.json) against the latest calibration reports.
+"""Re-read the hand audits (docs/calibration/audit.json, audit2.json, audit3.json) against the latest calibration reports.
 
     python scripts/audit_recheck.py            # after scripts/calibrate.py wrote the reports
 
@@ -20,12 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("NEURON_READY_REAL_CACHE", "/work/cache/real"))
 REPORTS = Path(os.environ.get("NEURON_READY_REPORTS", str(CACHE / "reports")))
-AUDITS = ("docs/calibration/audit.json", "docs/calibration/audit2.json")
+AUDITS = ("docs/calibration/audit.json", "docs/calibration/audit2.json", "docs/calibration/audit3.json")
 
 
 def main() -> int:
     audit = []
-    for n, path in enumerate(AUDITS, start=1):  # round 1 judged 13 reports; round 2 sampled all 39 anew
+    for n, path in enumerate(AUDITS, start=1):  # round 1 judged 13 reports; rounds 2 and 3 sampled all 39 anew
         for a in json.loads((ROOT / path).read_text(encoding="utf-8")):
             audit.append(dict(a, round=n))
     by_repo: dict[str, list[dict]] = collections.defaultdict(list)
