@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import hashlib
 import io
 import itertools
 import os
@@ -653,7 +654,10 @@ def scan_file(job: FileJob, ctx: ScanContext, data: bytes | None = None) -> File
                 raise _Skip("too-large", f"larger than the {byte_size(binary_mod.MAX_LIBRARY_SIZE)} limit for a library")
             _scan_binary(job, ctx, result, data)  # read through its ELF tables
         else:
-            _HANDLERS[job.kind](job, read_text(job, ctx.max_file_size, data), ctx, result)
+            text = read_text(job, ctx.max_file_size, data)
+            _HANDLERS[job.kind](job, text, ctx, result)
+            if result.findings:  # byte-identical copies of a file are one port (copies.py)
+                result.facts["digest"] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
     except _Skip as s:
         result.diagnostics.append(Diagnostic(job.rel, s.kind, s.message, s.line))
     except _TooDeep as e:
