@@ -18,7 +18,8 @@ def _is_command(line: str) -> bool:
 
 def test_text_diff_html_and_sarif_keep_user_text_inert(tmp_path):
     hostile_tree(tmp_path / "head")
-    (tmp_path / "head" / "::set-output name=x::y.py").write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
+    # not a byte copy of the hostile-named file (copies are one port, copies.py): both must be findings
+    (tmp_path / "head" / "::set-output name=x::y.py").write_text("import torch\ntorch.cuda.synchronize()  # y\n", encoding="utf-8")
     (tmp_path / "head" / "##[error]old-style.py").write_text("def broken(:\n", encoding="utf-8")
     outs = {}
     for fmt in ("text", "markdown", "html", "sarif", "json"):
