@@ -369,11 +369,14 @@ class _Planner:
                 build_config.append(i)
             else:
                 self.draft(f"T-rule-{rule.id}", rule.title, f.category, "rework").idx.append(i)
-        programs = sorted(d.id for d in self.drafts.values() if d.kind == "rewrite-program")
+        # CUDA build settings no target claims, in the tree of a program rewritten in PyTorch (under the
+        # folder of its build file), go away with that rewrite; elsewhere they are a task of their own.
+        programs = sorted((str(PurePosixPath(d.details["extension"].split("@", 1)[-1]).parent), d.id)
+                          for d in self.drafts.values() if d.kind == "rewrite-program")
         for i in build_config:
-            # CUDA build settings no target claims: a program rewritten in PyTorch takes its build with it
             f = self.findings[i]
-            tid = programs[0] if programs else f"T-rule-{f.rule}"
+            tid = next((t for folder, t in reversed(programs)
+                        if folder == "." or f.path.startswith(folder + "/")), f"T-rule-{f.rule}")
             self.draft(tid, self.rule(f).title, f.category, "rework").idx.append(i)
         for d in self.drafts.values():
             if d.category == "gpu-library":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scanning import write_tree as tree
 from neuron_ready.config import Settings
 from neuron_ready.engine import run_scan
@@ -202,13 +204,16 @@ def test_a_device_probe_in_setup_py_is_build_configuration(tmp_path):
 
 # ------------------------------------------------------------------------------------------ programs
 
-def test_cmake_cuda_settings_of_a_rewritten_program_go_with_the_rewrite(tmp_path):
+@pytest.mark.parametrize("folder, joined", [("", True), ("tune/", False)])
+def test_cmake_cuda_settings_in_a_rewritten_programs_tree_go_with_the_rewrite(tmp_path, folder, joined):
     report = scan(tree(tmp_path, {
-        "Makefile": "train: train.cu\n\tnvcc -O3 -o train train.cu\n",
-        "train.cu": "__global__ void step(float* w) { w[threadIdx.x] -= 0.1f; }\nint main() { return 0; }\n",
+        f"{folder}Makefile": "train: train.cu\n\tnvcc -O3 -o train train.cu\n",
+        f"{folder}train.cu": "__global__ void step(float* w) { w[threadIdx.x] -= 0.1f; }\nint main() { return 0; }\n",
         "cmake/Cuda.cmake": "find_package(CUDA 7.0 REQUIRED)\nset(CUDA_NVCC_FLAGS \"${CUDA_NVCC_FLAGS} -Xcompiler -fPIC\")\n",
     }))
     [program] = [t for t in report.tasks if t.kind == "rewrite-program"]
-    assert {report.findings[i].path for i in program.findings} == {"train.cu", "cmake/Cuda.cmake"}
-    assert not [t for t in report.tasks if t.id == "T-rule-NR1705"]
+    paths = {report.findings[i].path for i in program.findings}
+    # under the program's folder the build goes with the rewrite; elsewhere it stays a task of its own
+    assert paths == ({f"{folder}train.cu", "cmake/Cuda.cmake"} if joined else {f"{folder}train.cu"})
+    assert bool([t for t in report.tasks if t.id == "T-rule-NR1705"]) is not joined
     assert "in 1 file" in program.title  # the build is replaced, not a file to port

@@ -461,7 +461,8 @@ def _file_gate(code: str, matched: list[int], lines: list[str]) -> dict:
     where = [_enclosing(gates, n) for n in matched]
     if not where or any(w is None for w in where):
         return {}
-    body = "\n".join(line for n, line in enumerate(lines, start=1) if n not in set(matched) and not _PP_IF.match(line))
+    skip = set(matched)
+    body = "\n".join(line for n, line in enumerate(lines, start=1) if n not in skip and not _PP_IF.match(line))
     if _CUDA_USE.search(body):
         return {}
     cond = where[0][2]
@@ -485,7 +486,7 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
     lines = code.splitlines()
     raw_lines = text.splitlines()
     hits: list[NativeHit] = []
-    gates = cmake_gates(code) if cmake else []
+    gates: list | None = None if cmake else []  # read on the first CMake hit: most CMake files have none
     for rule, clause in entries:
         globs = clause.files or (("*.cu", "*.cuh", "*.cpp", "*.cc", "*.cxx", "*.c", "*.h", "*.hpp", "*.hh", "*.inl"))
         if not any(fnmatch.fnmatchcase(name, g) for g in globs):
@@ -515,6 +516,7 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
                 for rx in rxs:
                     m = rx.search(line)
                     if m:
+                        gates = cmake_gates(code) if gates is None else gates
                         gate = _enclosing(gates, i)
                         details = {"only_on": gate[2], "only_on_feature": gate[3]} if gate else {}
                         hits.append(NativeHit(rule, clause, i, m.group(0).strip(), _snip(raw_lines, i), details))
