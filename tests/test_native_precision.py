@@ -84,7 +84,7 @@ def test_cmake_lines_off_the_default_build_are_listed_not_costed(tmp_path):
 
 def test_a_cuda_include_only_under_ifdef_with_no_cuda_use_is_only_that_build(tmp_path):
     report = scan(tree(tmp_path, {
-        "CMakeLists.txt": "add_library(ops SHARED csrc/version.cpp csrc/handle.h csrc/plain.cpp csrc/guarded_off.cpp)\n",
+        "CMakeLists.txt": "add_library(ops SHARED csrc/version.cpp csrc/handle.h csrc/plain.cpp csrc/guarded_off.cpp csrc/convert.h)\n",
         "csrc/version.cpp": """\
             #include <torch/script.h>
             #ifdef WITH_CUDA
@@ -109,12 +109,14 @@ def test_a_cuda_include_only_under_ifdef_with_no_cuda_use_is_only_that_build(tmp
             } layer;
             """,
         "csrc/plain.cpp": "#include <cuda_runtime.h>\nint n() { int c; cudaGetDeviceCount(&c); return c; }\n",
+        "csrc/convert.h": "#ifdef BF16_AVAILABLE\n#include <cuda_bf16.h>\n#endif\nfloat to_float(__nv_bfloat16 v);\n",
         "csrc/guarded_off.cpp": "#ifndef CPU_ONLY\n#include <cuda_runtime.h>\n#endif\nint m() { return 0; }\n",
     }))
     got = where(report, "NR1704")
     assert got[("csrc/version.cpp", 3)] == ("opt-in", "only on a build that sets `WITH_CUDA` (`#ifdef WITH_CUDA`)")
     assert got[("csrc/handle.h", 2)][0] == "step"  # cuBLAS types are used: host CUDA code of the GPU build
     assert got[("csrc/plain.cpp", 1)][0] == "step"
+    assert got[("csrc/convert.h", 2)][0] == "step"  # CUDA's bfloat16 type is used
     assert got[("csrc/guarded_off.cpp", 2)][0] == "step"  # `#ifndef CPU_ONLY`: CUDA is the default build
 
 

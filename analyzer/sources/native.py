@@ -373,10 +373,11 @@ def cmake_gates(code: str) -> list[tuple[int, int, str, str]]:
     return out
 
 
-# A C/C++ file that uses CUDA: an API call, type or namespace beyond the include lines (version macros
-# such as CUDA_VERSION are not use).
+# A C/C++ file that uses CUDA: an API call, type, namespace or device intrinsic beyond the include lines
+# (version macros such as CUDA_VERSION are not use).
 _CUDA_USE = re.compile(r"\b(?:cuda|cublas\w*|cudnn|curand|cusparse|cufft|cusolver|nccl|nvrtc|cu)[A-Z]\w*"
-                       r"|\b(?:at|c10)::cuda::|\b(?:cub|thrust|cutlass|cute|wmma|nvcuda)::|<<<|\b__(?:global|device|shared)__\b")
+                       r"|\b(?:at|c10)::cuda::|\b(?:cub|thrust|cutlass|cute|wmma|nvcuda)::|<<<|\b__(?:global|device|shared)__\b"
+                       r"|\b__(?:half|nv_|float2|half2|bfloat16|ldg|syncthreads|shfl)\w*|\bhalf2\b")
 _PP_IF = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
 
 
