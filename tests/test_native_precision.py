@@ -68,6 +68,9 @@ def test_cmake_branches_the_default_build_skips_carry_their_gate():
         (24, 26): "one toolchain version (`if(Boost_VERSION EQUAL 105500)`, a workaround)",
     }
     assert (10, 12) not in gates and (19, 20) not in gates  # an option ON, and the branch Linux takes
+    # a `#` inside a quoted argument is text, not a comment that would hide the rest of the file
+    written = 'file(WRITE probe.cu "#include <cstdio>\\n"\n  "int main() { return 0; }")\nif(APPLE)\n  set(CUDA_NVCC_FLAGS -x)\nendif()\n'
+    assert native.cmake_gates(native.blank_hash_comments(written)) == [(3, 5, "macOS (`if(APPLE)`)", "platform")]
 
 
 def test_cmake_lines_off_the_default_build_are_listed_not_costed(tmp_path):

@@ -81,8 +81,12 @@ def blank_c_comments(text: str) -> str:
     return "".join(out)
 
 
+_HASH_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*')
+
+
 def blank_hash_comments(text: str) -> str:
-    return re.sub(r"#[^\n]*", lambda m: " " * len(m.group(0)), text)
+    """CMake comments to spaces; a `#` inside a quoted argument (`"#include <cstdio>\\n"`) is text."""
+    return _HASH_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else " " * len(m.group(0)), text)
 
 
 def is_cuda_source(name: str, code: str) -> bool:
