@@ -1102,6 +1102,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         if f.path in ctx.core and f.category == "gpu-library" and f.context == "step" and not f.scope and not f.fallback:
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
     cuda_only(findings, info_by, housekeeping, ctx)
+    first_party_headers(findings, set(info_by))
+    build_scripts(findings, info_by)
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])})
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
@@ -1193,6 +1195,43 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
                 f.context, f.gate = "opt-in", gate
                 f.details["feature"] = "cuda"
                 f.details["context_reason"] = "CUDA-only housekeeping behind a device check: skipped on Trainium"
+
+
+def first_party_headers(findings: list[Finding], rels: set[str]) -> None:
+    """A quoted `#include "cuda.h"` that names a file of the repository (beside the includer, or under
+    one of its parent directories, as a project include path would find it) is the project's own
+    header, not the CUDA toolkit's: a finding made only of such includes is no CUDA code at all."""
+    for f in findings:
+        names = f.details.get("quoted_includes")
+        if not names or f.context == "off-path":
+            continue
+        parts = f.path.split("/")[:-1]
+        dirs = ["/".join(parts[:n]) for n in range(len(parts), -1, -1)]
+        own = [n for n in names if any(posixpath.normpath(posixpath.join(d, n)) in rels for d in dirs)]
+        if len(own) == len(names):
+            f.context, f.gate = "off-path", None
+            f.details["context_reason"] = (f"{', '.join(f'`{n}`' for n in own)} is the project's own header "
+                                           "(a file of the repository), not the CUDA toolkit's")
+
+
+# A package's build script runs once, on the build host, when the package is installed.
+_BUILD_KINDS = ("cuda", "cpp", "extension")
+
+
+def build_scripts(findings: list[Finding], info_by: dict) -> None:
+    """Device probes and settings in `setup.py` (or a file that declares setup-time extension builds)
+    decide what to compile, on the build host: build configuration, not training code. The CUDA
+    build itself (custom-cuda rules) and the dependencies it declares stay."""
+    for f in findings:
+        if f.context in ("off-path", "neuron-native") or f.category in ("custom-cuda", "dependency") \
+                or not f.path.endswith(".py"):
+            continue
+        facts = info_by[f.path].facts if f.path in info_by else {}
+        builds = [b for b in facts.get("builds", ()) if b.get("kind") in _BUILD_KINDS]
+        if f.path.rsplit("/", 1)[-1] == "setup.py" or builds:
+            f.context, f.gate = "off-path", None
+            f.details.pop("feature", None)
+            f.details["context_reason"] = "build script: runs on the build host when the package is built, not in training"
 
 
 def runs_only_on(findings: list[Finding]) -> None:

@@ -308,6 +308,7 @@ class _Planner:
         triton_kernels: dict[tuple[str, str], str] = {}
         op_tasks: dict[tuple[str, str, str], str] = {}  # (rule, path, function) -> its first op's task
         later: list[int] = []
+        build_config: list[int] = []  # CMake CUDA settings outside any extension's build
         for i, f in enumerate(self.findings):
             rule = self.rule(f)
             if rule is None:
@@ -364,8 +365,19 @@ class _Planner:
             elif rule.costing == "kernel":
                 self.draft(f"T-kernel-{rule.id}-{f.path}:{f.line}", f"Port: {rule.title} ({f.path}:{f.line})",
                            f.category, "rewrite-kernel").idx.append(i)
+            elif self.cmake_build(f):
+                build_config.append(i)
             else:
                 self.draft(f"T-rule-{rule.id}", rule.title, f.category, "rework").idx.append(i)
+        # CUDA build settings no target claims, in the tree of a program rewritten in PyTorch (under the
+        # folder of its build file), go away with that rewrite; elsewhere they are a task of their own.
+        programs = sorted((str(PurePosixPath(d.details["extension"].split("@", 1)[-1]).parent), d.id)
+                          for d in self.drafts.values() if d.kind == "rewrite-program")
+        for i in build_config:
+            f = self.findings[i]
+            tid = next((t for folder, t in reversed(programs)
+                        if folder == "." or f.path.startswith(folder + "/")), f"T-rule-{f.rule}")
+            self.draft(tid, self.rule(f).title, f.category, "rework").idx.append(i)
         for d in self.drafts.values():
             if d.category == "gpu-library":
                 self.library_kind(d)
@@ -420,6 +432,11 @@ class _Planner:
     def builds(self, f: Finding) -> bool:
         """A rule about building CUDA code (an extension build call, a CMake CUDA project)."""
         return f.category == "custom-cuda" and not self.cuda_file(f)
+
+    def cmake_build(self, f: Finding) -> bool:
+        """A CUDA setting of a CMake build (a CMakeLists.txt or .cmake file)."""
+        name = PurePosixPath(f.path).name
+        return self.builds(f) and (name == "CMakeLists.txt" or name.endswith(".cmake"))
 
     def extension_of(self, f: Finding) -> tuple[str, str] | None:
         """("ext", id) or ("vendored", project) for a finding in a compiled extension's files or at its build."""
@@ -531,7 +548,8 @@ class _Planner:
                     backward = backward or facts.backward
                 else:
                     host.append(f)
-            elif self.reach is not None and self.reach.build_site(f.path, f.line, self.builds(f)) is not None:
+            elif (self.reach is not None and self.reach.build_site(f.path, f.line, self.builds(f)) is not None) or (
+                    d.kind == "rewrite-program" and self.cmake_build(f)):
                 build_rules.append(rule)
                 files.discard(f.path)
             else:

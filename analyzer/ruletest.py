@@ -1,6 +1,8 @@
 """A rule's own examples run through the real per-file scanner, as `fixit test` does: each `invalid`
 example must be flagged (on the lines marked `# flagged` or `// flagged`, when any are), each `valid`
-example must not be. `neuron-ready rules --test FILE.toml` and the test suite both use this runner.
+example must not be. A native finding that holds only in a build the default one skips (`only_on`: a
+CMake branch behind an OFF option or another platform, CUDA only under `#ifdef`) is listed but never
+costed: it does not count. `neuron-ready rules --test FILE.toml` and the test suite both use this runner.
 """
 
 from __future__ import annotations
@@ -44,7 +46,10 @@ def run_example(rule: Rule, example: str, target: str | None = None) -> tuple[se
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(example, encoding="utf-8")
         result = scan_file(FileJob(str(path), name, kind), ctx)
-    return {f.line for f in result.findings if f.rule == rule.id}, result.diagnostics
+    # a native line in a branch the default build skips (`only_on`) is listed, never costed: not flagged
+    native = all(m.kind == "native" for m in rule.match)
+    return {f.line for f in result.findings
+            if f.rule == rule.id and not (native and f.details.get("only_on"))}, result.diagnostics
 
 
 def example_problem(rule: Rule, example: str, kind: str, target: str | None = None) -> str | None:

@@ -81,8 +81,12 @@ def blank_c_comments(text: str) -> str:
     return "".join(out)
 
 
+_HASH_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*')
+
+
 def blank_hash_comments(text: str) -> str:
-    return re.sub(r"#[^\n]*", lambda m: " " * len(m.group(0)), text)
+    """CMake comments to spaces; a `#` inside a quoted argument (`"#include <cstdio>\\n"`) is text."""
+    return _HASH_COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else " " * len(m.group(0)), text)
 
 
 def is_cuda_source(name: str, code: str) -> bool:
@@ -290,6 +294,118 @@ def cmake_programs(code: str) -> dict:
     return {"programs": programs}
 
 
+# CMake conditions that only hold on another platform, or for one exact toolchain version (a workaround).
+_PLATFORM = re.compile(r"(?i)^(?:WIN32|MSVC|APPLE|CYGWIN|MINGW|\w*(?:WINDOWS|_WIN32|MSVC|APPLE|MACOS|DARWIN)\w*)$")
+_PLATFORM_NAMES = (("WIN", "Windows"), ("MSVC", "Windows"), ("MINGW", "Windows"), ("CYGWIN", "Windows"),
+                   ("APPLE", "macOS"), ("MACOS", "macOS"), ("DARWIN", "macOS"))
+_EXACT_VERSION = ("EQUAL", "VERSION_EQUAL", "STREQUAL")
+
+
+def cmake_options(commands: list) -> dict[str, bool]:
+    """option(NAME "help" [ON|OFF]) -> its default (CMake's is OFF)."""
+    out = {}
+    for name, args, _line in commands:
+        if name == "option" and args:
+            out[args[0]] = len(args) > 2 and args[2].upper() in ("ON", "TRUE", "YES", "1")
+    return out
+
+
+def _term_gate(term: list[str], negated: bool, options: dict[str, bool]) -> tuple[str, str] | None:
+    """(where, feature) when a branch taken on `term` (or on its negation) is not the default Linux
+    build: an option that defaults to OFF, another platform, one exact version of a tool."""
+    shown = " ".join(term)
+    if len(term) == 1:
+        var = _CMAKE_VAR.match(term[0])
+        var = var.group(1) if var else term[0]
+        if var in options and not options[var] and not negated:
+            return f"a build with `{var}` ON (`option({var} ... OFF)`)", var
+        if _PLATFORM.match(var) and not negated:
+            os_name = next((n for k, n in _PLATFORM_NAMES if k in var.upper()), "another platform")
+            return f"{os_name} (`if({shown})`)", "platform"
+    if len(term) == 3 and term[1].upper() in _EXACT_VERSION and "VERSION" in term[0].upper() and not negated:
+        return f"one toolchain version (`if({shown})`, a workaround)", "workaround"
+    return None
+
+
+def _cond_gate(args: list[str], options: dict[str, bool], else_branch: bool = False) -> tuple[str, str] | None:
+    """The gate of an if() branch (or of its else()): any AND-ed term that is not the default build."""
+    if any(a.upper() == "OR" for a in args):
+        return None
+    terms: list[tuple[list[str], bool]] = []
+    cur: list[str] = []
+    negated = False
+    for a in args + ["AND"]:
+        if a.upper() == "AND":
+            if cur:
+                terms.append((cur, negated))
+            cur, negated = [], False
+        elif a.upper() == "NOT" and not cur:
+            negated = not negated
+        else:
+            cur.append(a)
+    if else_branch:  # else() of a single-term if: the branch runs when the term does not hold
+        if len(terms) != 1:
+            return None
+        terms = [(terms[0][0], not terms[0][1])]
+    for term, neg in terms:
+        gate = _term_gate(term, neg, options)
+        if gate is not None:
+            return gate
+    return None
+
+
+def cmake_gates(code: str) -> list[tuple[int, int, str, str]]:
+    """(first line, last line, where, feature) of the CMake branches that the default build on
+    Linux does not take: if(OPTION) with the option OFF by default, if(WIN32), if(X_VERSION EQUAL n)."""
+    commands = cmake_commands(code)
+    options = cmake_options(commands)
+    out: list[tuple[int, int, str, str]] = []
+    stack: list[list] = []  # [if args, branch start line, gate of the open branch]
+    for name, args, line in commands:
+        if name == "if":
+            stack.append([args, line, _cond_gate(args, options)])
+        elif name in ("elseif", "else", "endif") and stack:
+            top = stack[-1]
+            if top[2] is not None:
+                out.append((top[1], line - 1 if name != "endif" else line, *top[2]))
+            if name == "endif":
+                stack.pop()
+            elif name == "elseif":
+                top[1], top[2] = line, _cond_gate(args, options)
+            else:
+                top[1], top[2] = line, _cond_gate(top[0], options, else_branch=True)
+    return out
+
+
+# A C/C++ file that uses CUDA: an API call, type, namespace or device intrinsic beyond the include lines
+# (version macros such as CUDA_VERSION are not use).
+_CUDA_USE = re.compile(r"\b(?:cuda|cublas\w*|cudnn|curand|cusparse|cufft|cusolver|nccl|nvrtc|cu)[A-Z]\w*"
+                       r"|\b(?:at|c10)::cuda::|\b(?:cub|thrust|cutlass|cute|wmma|nvcuda)::|<<<|\b__(?:global|device|shared)__\b"
+                       r"|\b__(?:half|nv_|float2|half2|bfloat16|ldg|syncthreads|shfl)\w*|\bhalf2\b")
+_PP_IF = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")
+
+
+def preprocessor_gates(code: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, condition) of the first branch of each #if/#ifdef that is not negated."""
+    out = []
+    stack: list[list] = []  # [directive, condition, branch start]
+    for n, line in enumerate(code.splitlines(), start=1):
+        m = _PP_IF.match(line)
+        if not m:
+            continue
+        word, rest = m.group(1), " ".join(m.group(2).split())
+        if word in ("if", "ifdef", "ifndef"):
+            stack.append([word, rest, n])
+        elif stack:
+            top = stack.pop()
+            # an include guard, a negated switch (`#ifndef CPU_ONLY`) or an #else is the default build
+            if top[0] in ("if", "ifdef") and "!" not in top[1]:
+                out.append((top[2], n, f"#{top[0]} {top[1]}"))
+            if word != "endif":
+                stack.append(["else", top[1], n])
+    return out
+
+
 def native_kind(name: str) -> str | None:
     if name in CMAKE_NAMES or name.endswith(CMAKE_SUFFIXES):
         return "cmake"
@@ -308,8 +424,63 @@ class NativeHit:
     details: dict
 
 
+# What makes a CUDA file without a `__global__` kernel a port unit of its own: device-parallel code,
+# a kernel launch, or calls into a CUDA library. Offset, stride and device-property helpers are not:
+# they go away with the kernels and the extension they serve.
+_WORK_FEATURES = ("launches", "atomics", "shared_memory", "inline_ptx", "warp_intrinsics", "tensor_cores")
+_WORK_LIBRARIES = ("cub", "thrust", "cublas", "cudnn", "curand", "nccl")
+# parallel device code reads which thread, warp or block it runs on; a helper computes from its arguments
+_THREAD_INDEX = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim|warpSize)\b|\bcanonical_(?:warp|lane|warp_group)_idx\w*\s*\(|%laneid")
+# a launcher (a stream to launch on) or a CUTLASS-style kernel (a device `operator()(Params ...)`)
+_LAUNCHER = re.compile(r"\bcudaStream_t\b|\bcu(?:da)?Launch\w*\s*\(|\bgetCurrentCUDAStream\s*\(|\bCUTLASS_GLOBAL\b"
+                       r"|\b(?:CUTLASS_DEVICE|CUTE_DEVICE|__device__)\s+void\s+operator\s*\(\)\s*\(\s*(?:const\s+)?Params\b")
+
+
+def device_work(name: str, code: str, stats: CudaStats) -> bool:
+    """Does this CUDA file hold work a porting engineer counts (see _WORK_FEATURES)? A `.cu` that
+    instantiates CUTLASS templates compiles kernels; a file that only uses CuTe layouts does not."""
+    if stats.kernels or any(stats.features.get(k) for k in _WORK_FEATURES) or _THREAD_INDEX.search(code):
+        return True
+    if any(lib in _WORK_LIBRARIES for lib in stats.libraries):
+        return True
+    if name.endswith(".cu") and re.search(r"\bcutlass::", code):
+        return True
+    return bool(_LAUNCHER.search(code))
+
+
+def _enclosing(gates: list, line: int):
+    """The innermost gate (first line, last line, ...) around a line, or None."""
+    inside = [g for g in gates if g[0] <= line <= g[1]]
+    return max(inside, key=lambda g: g[0]) if inside else None
+
+
+def _quoted_include(line: str) -> str | None:
+    m = re.match(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', line)
+    return m.group(1) if m else None
+
+
+def _file_gate(code: str, matched: list[int], lines: list[str]) -> dict:
+    """A file whose CUDA is only includes inside `#ifdef WITH_CUDA`-style branches, and which uses no
+    CUDA beyond them, compiles unchanged in a build without CUDA: listed as running only in that build."""
+    gates = preprocessor_gates(code)
+    where = [_enclosing(gates, n) for n in matched]
+    if not where or any(w is None for w in where):
+        return {}
+    skip = set(matched)
+    body = "\n".join(line for n, line in enumerate(lines, start=1) if n not in skip and not _PP_IF.match(line))
+    if _CUDA_USE.search(body):
+        return {}
+    cond = where[0][2]
+    return {"only_on": f"a build that sets `{cond.split(None, 1)[-1]}` (`{cond}`)", "only_on_feature": "cuda-build"}
+
+
 def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], dict]:
-    """Hits of native-kind clauses in one file, and facts (is it CUDA, its kernel stats)."""
+    """Hits of native-kind clauses in one file, and facts (is it CUDA, its kernel stats).
+
+    A kernel-costed rule (NR1703) skips CUDA files with no work of their own (device_work); a
+    CMake line in a branch the default build skips (cmake_gates) and a host file whose CUDA sits only
+    under `#ifdef` (_file_gate) carry `only_on`; a per-file hit made only of quoted includes records
+    them (`quoted_includes`): context.py drops it when they name files of the repository."""
     cmake = native_kind(name) == "cmake"
     code = blank_hash_comments(text) if cmake else blank_c_comments(text)
     cuda = (not cmake) and is_cuda_source(name, code)
@@ -320,6 +491,7 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
     lines = code.splitlines()
     raw_lines = text.splitlines()
     hits: list[NativeHit] = []
+    gates: list | None = None if cmake else []  # read on the first CMake hit: most CMake files have none
     for rule, clause in entries:
         globs = clause.files or (("*.cu", "*.cuh", "*.cpp", "*.cc", "*.cxx", "*.c", "*.h", "*.hpp", "*.hh", "*.inl"))
         if not any(fnmatch.fnmatchcase(name, g) for g in globs):
@@ -327,24 +499,32 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
         if clause.cuda_only and not cuda:
             continue
         rxs = [re.compile(r) for r in clause.regex]
+        costing = getattr(rule, "costing", "")
         if clause.per == "file":
-            first = None
-            for i, line in enumerate(lines, start=1):
-                if any(rx.search(line) for rx in rxs):
-                    first = i
-                    break
-            if first is None:
+            matched = [i for i, line in enumerate(lines, start=1) if any(rx.search(line) for rx in rxs)]
+            if not matched:
                 continue
+            if costing == "cuda-kernel" and stats is not None and not device_work(name, code, stats):
+                continue
+            first = matched[0]
             details = stats.details() if stats is not None else {}
             if stats is not None and stats.kernels:
                 first = stats.kernels[0].line
+            if costing == "cuda-host":
+                details.update(_file_gate(code, matched, lines))
+                quoted = [_quoted_include(lines[n - 1]) for n in matched]
+                if all(quoted):
+                    details["quoted_includes"] = sorted(set(quoted))
             hits.append(NativeHit(rule, clause, first, name, _snip(raw_lines, first), details))
         else:
             for i, line in enumerate(lines, start=1):
                 for rx in rxs:
                     m = rx.search(line)
                     if m:
-                        hits.append(NativeHit(rule, clause, i, m.group(0).strip(), _snip(raw_lines, i), {}))
+                        gates = cmake_gates(code) if gates is None else gates
+                        gate = _enclosing(gates, i)
+                        details = {"only_on": gate[2], "only_on_feature": gate[3]} if gate else {}
+                        hits.append(NativeHit(rule, clause, i, m.group(0).strip(), _snip(raw_lines, i), details))
                         break
     return hits, facts
 

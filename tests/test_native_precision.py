@@ -1,0 +1,224 @@
+"""Native build and source precision: what in a CUDA build or a C/C++ tree is a porting concern.
+
+CMake branches the default Linux build skips (an option that defaults to OFF, another platform, a
+workaround for one tool version), CUDA headers included only under `#ifdef`, a quoted include of the
+project's own `cuda.h`, CUDA files with no device work of their own, device probes in `setup.py`, and
+the CUDA settings of a program that is rewritten anyway. Each case scans a small tree end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scanning import write_tree as tree
+from neuron_ready.config import Settings
+from neuron_ready.engine import run_scan
+from neuron_ready.sources import native
+
+
+def scan(root: Path):
+    return run_scan(Settings(root=root, cache=False)).report
+
+
+def where(report, rule: str) -> dict[tuple[str, int], tuple[str, str | None]]:
+    return {(f.path, f.line): (f.context, f.gate) for f in report.findings + report.off_path if f.rule == rule}
+
+
+# ------------------------------------------------------------------------------------------ CMake
+
+_CMAKE = """\
+cmake_minimum_required(VERSION 3.18)
+project(ops)
+option(WITH_CUDA "Enable CUDA support" OFF)
+option(WITH_NCCL "NCCL" ON)
+option(WITH_NVTX "NVTX ranges")
+if(WITH_CUDA)
+  enable_language(CUDA)
+  file(GLOB SRCS ${SRCS} csrc/cuda/*.cu)
+endif()
+if(WITH_NCCL)
+  find_package(NCCL REQUIRED)
+endif()
+if(WITH_NVTX AND UNIX)
+  find_package(CUDAToolkit REQUIRED)
+endif()
+if(${OPS_IS_WINDOWS})
+  set(CMAKE_CUDA_FLAGS_RELEASE "${CMAKE_CUDA_FLAGS_RELEASE} -Xcompiler /bigobj")
+endif()
+if(NOT MSVC)
+  set(CMAKE_CUDA_ARCHITECTURES 80)
+else()
+  set(CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS} /MP")
+endif()
+if(Boost_VERSION EQUAL 105500)
+  set(CUDA_NVCC_FLAGS "${CUDA_NVCC_FLAGS} -DBOOST_NOINLINE")
+endif()
+add_library(ops SHARED csrc/ops.cpp)
+"""
+
+
+def test_cmake_branches_the_default_build_skips_carry_their_gate():
+    gates = {(a, b): where for a, b, where, _feature in native.cmake_gates(native.blank_hash_comments(_CMAKE))}
+    assert gates == {
+        (6, 9): "a build with `WITH_CUDA` ON (`option(WITH_CUDA ... OFF)`)",
+        (13, 15): "a build with `WITH_NVTX` ON (`option(WITH_NVTX ... OFF)`)",  # CMake's default is OFF
+        (16, 18): "Windows (`if(${OPS_IS_WINDOWS})`)",
+        (21, 23): "Windows (`if(MSVC)`)",  # the else() of if(NOT MSVC)
+        (24, 26): "one toolchain version (`if(Boost_VERSION EQUAL 105500)`, a workaround)",
+    }
+    assert (10, 12) not in gates and (19, 20) not in gates  # an option ON, and the branch Linux takes
+    # a `#` inside a quoted argument is text, not a comment that would hide the rest of the file
+    written = 'file(WRITE probe.cu "#include <cstdio>\\n"\n  "int main() { return 0; }")\nif(APPLE)\n  set(CUDA_NVCC_FLAGS -x)\nendif()\n'
+    assert native.cmake_gates(native.blank_hash_comments(written)) == [(3, 5, "macOS (`if(APPLE)`)", "platform")]
+
+
+def test_cmake_lines_off_the_default_build_are_listed_not_costed(tmp_path):
+    report = scan(tree(tmp_path, {"CMakeLists.txt": _CMAKE, "csrc/ops.cpp": "int f() { return 1; }\n"}))
+    got = where(report, "NR1705")
+    opt_in = {line for (_p, line), (ctx, gate) in got.items() if ctx == "opt-in"}
+    step = {line for (_p, line), (ctx, _g) in got.items() if ctx == "step"}
+    assert opt_in == {7, 8, 14, 17, 22, 25}
+    assert step == {11, 20}
+    assert got[("CMakeLists.txt", 7)][1] == "only on a build with `WITH_CUDA` ON (`option(WITH_CUDA ... OFF)`)"
+
+
+# ------------------------------------------------------------------------------------------ C/C++ headers
+
+def test_a_cuda_include_only_under_ifdef_with_no_cuda_use_is_only_that_build(tmp_path):
+    report = scan(tree(tmp_path, {
+        "CMakeLists.txt": "add_library(ops SHARED csrc/version.cpp csrc/handle.h csrc/plain.cpp csrc/guarded_off.cpp csrc/convert.h)\n",
+        "csrc/version.cpp": """\
+            #include <torch/script.h>
+            #ifdef WITH_CUDA
+            #include <cuda.h>
+            #endif
+            int64_t cuda_version() {
+            #ifdef WITH_CUDA
+              return CUDA_VERSION;
+            #else
+              return -1;
+            #endif
+            }
+            """,
+        "csrc/handle.h": """\
+            #ifdef GPU
+            #include "cublas_v2.h"
+            #endif
+            typedef struct layer {
+            #ifdef GPU
+              cublasHandle_t handle;
+            #endif
+            } layer;
+            """,
+        "csrc/plain.cpp": "#include <cuda_runtime.h>\nint n() { int c; cudaGetDeviceCount(&c); return c; }\n",
+        "csrc/convert.h": "#ifdef BF16_AVAILABLE\n#include <cuda_bf16.h>\n#endif\nfloat to_float(__nv_bfloat16 v);\n",
+        "csrc/guarded_off.cpp": "#ifndef CPU_ONLY\n#include <cuda_runtime.h>\n#endif\nint m() { return 0; }\n",
+    }))
+    got = where(report, "NR1704")
+    assert got[("csrc/version.cpp", 3)] == ("opt-in", "only on a build that sets `WITH_CUDA` (`#ifdef WITH_CUDA`)")
+    assert got[("csrc/handle.h", 2)][0] == "step"  # cuBLAS types are used: host CUDA code of the GPU build
+    assert got[("csrc/plain.cpp", 1)][0] == "step"
+    assert got[("csrc/convert.h", 2)][0] == "step"  # CUDA's bfloat16 type is used
+    assert got[("csrc/guarded_off.cpp", 2)][0] == "step"  # `#ifndef CPU_ONLY`: CUDA is the default build
+
+
+def test_a_quoted_include_of_the_projects_own_cuda_h_is_not_the_toolkit(tmp_path):
+    files = {
+        "src/cuda.h": "#ifdef GPU\n#include \"cuda_runtime.h\"\nvoid cuda_set_device(int n);\n#endif\n",
+        "src/layer.h": "#include \"darknet.h\"\n#include \"cuda.h\"\nvoid forward(float* x);\n",
+        "src/nested/pool.h": "#include \"cuda.h\"\nvoid pool(float* x);\n",
+        "src/darknet.h": "int version(void);\n",
+        "CMakeLists.txt": "add_library(dn SHARED src/layer.h src/nested/pool.h src/cuda.h)\n",
+    }
+    report = scan(tree(tmp_path / "own", files))
+    got = where(report, "NR1704")
+    assert got[("src/layer.h", 2)][0] == "off-path"
+    assert got[("src/nested/pool.h", 1)][0] == "off-path"  # found under a parent directory
+    off = {f.path: f for f in report.off_path}
+    assert "the project's own header" in off["src/layer.h"].details["context_reason"]
+    # without the project's cuda.h, the same include is the toolkit's
+    del files["src/cuda.h"]
+    report = scan(tree(tmp_path / "toolkit", files))
+    assert where(report, "NR1704")[("src/layer.h", 2)][0] == "step"
+
+
+# ------------------------------------------------------------------------------------------ CUDA helpers
+
+def test_cuda_files_without_device_work_are_not_port_units(tmp_path):
+    report = scan(tree(tmp_path, {
+        "setup.py": """\
+            from setuptools import setup
+            from torch.utils.cpp_extension import CUDAExtension
+            setup(name="ops", ext_modules=[CUDAExtension("ops._C", ["csrc/ops.cu", "csrc/index.cuh",
+                  "csrc/props.cu", "csrc/warp.cuh", "csrc/layer.cu", "csrc/inst.cu", "csrc/functor.cu"])])
+            """,
+        "csrc/ops.cu": "__global__ void scale(float* x) { x[threadIdx.x] *= 2; }\n",
+        "csrc/index.cuh": """\
+            template <typename T> struct Offset {
+              static __host__ __device__ int get(int idx, const int* strides) { return idx * strides[0]; }
+            };
+            """,
+        "csrc/props.cu": """\
+            #include <cuda_runtime.h>
+            cudaDeviceProp props;
+            cudaDeviceProp* get() { cudaGetDeviceProperties(&props, 0); return &props; }
+            """,
+        "csrc/warp.cuh": "__device__ float sum(float v) { return v + __shfl_xor_sync(0xffffffff, v, 1); }\n",
+        "csrc/layer.cu": "#include <cudnn.h>\nvoid f(cudnnHandle_t h) { cudnnActivationForward(h, 0, 0, 0, 0, 0, 0, 0); }\n",
+        "csrc/inst.cu": "template<> void run_<cutlass::half_t, 64>(P& p, cudaStream_t s) { run64<cutlass::half_t>(p, s); }\n",
+        "csrc/functor.cu": """\
+            struct AdamFunctor {
+              __device__ void operator()(int n, float* p) { p[blockIdx.x * blockDim.x + threadIdx.x] -= 1; }
+            };
+            """,
+    }))
+    files = {p for (p, _l) in where(report, "NR1703")}
+    assert files == {"csrc/ops.cu", "csrc/warp.cuh", "csrc/layer.cu", "csrc/inst.cu", "csrc/functor.cu"}
+
+
+# ------------------------------------------------------------------------------------------ build scripts
+
+def test_a_device_probe_in_setup_py_is_build_configuration(tmp_path):
+    probe = """\
+        import torch
+        from setuptools import setup
+        if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
+            arch = "80"
+        setup(name="pkg")
+        """
+    report = scan(tree(tmp_path, {
+        "setup.py": probe,
+        "pkg/__init__.py": "",
+        "train.py": """\
+            import torch
+            model = torch.nn.Linear(4, 4).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            bf16 = torch.cuda.get_device_capability()[0] >= 8
+            for step in range(10):
+                loss = model(torch.randn(2, 4).cuda()).sum()
+                loss.backward()
+                opt.step()
+            """,
+    }))
+    by_path = {(f.path, f.rule): f for f in report.findings + report.off_path if f.rule == "NR1005"}
+    assert by_path[("setup.py", "NR1005")].context == "off-path"
+    assert "build script" in by_path[("setup.py", "NR1005")].details["context_reason"]
+    assert by_path[("train.py", "NR1005")].context == "step"
+
+
+# ------------------------------------------------------------------------------------------ programs
+
+@pytest.mark.parametrize("folder, joined", [("", True), ("tune/", False)])
+def test_cmake_cuda_settings_in_a_rewritten_programs_tree_go_with_the_rewrite(tmp_path, folder, joined):
+    report = scan(tree(tmp_path, {
+        f"{folder}Makefile": "train: train.cu\n\tnvcc -O3 -o train train.cu\n",
+        f"{folder}train.cu": "__global__ void step(float* w) { w[threadIdx.x] -= 0.1f; }\nint main() { return 0; }\n",
+        "cmake/Cuda.cmake": "find_package(CUDA 7.0 REQUIRED)\nset(CUDA_NVCC_FLAGS \"${CUDA_NVCC_FLAGS} -Xcompiler -fPIC\")\n",
+    }))
+    [program] = [t for t in report.tasks if t.kind == "rewrite-program"]
+    paths = {report.findings[i].path for i in program.findings}
+    # under the program's folder the build goes with the rewrite; elsewhere it stays a task of its own
+    assert paths == ({f"{folder}train.cu", "cmake/Cuda.cmake"} if joined else {f"{folder}train.cu"})
+    assert bool([t for t in report.tasks if t.id == "T-rule-NR1705"]) is not joined
+    assert "in 1 file" in program.title  # the build is replaced, not a file to port
