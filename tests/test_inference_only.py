@@ -1,6 +1,7 @@
 """Code that never trains, read from its shape: ops that refuse gradients (and the kernels only they
 launch), branches that assert no gradients (a KV-cache decode branch), generation helpers reached
-only from `generate`/beam search, serving-engine plugins and `generation/` folders. Each is the evaluation path, not the training estimate; the near misses (a
+only from `generate`/beam search, serving-engine plugins and `generation/` folders, predictor modules
+and mask generators. Each is the evaluation path, not the training estimate; the near misses (a
 backward that raises in one branch, a refusal behind a switch, a data generator) stay in the step.
 Real scans of small trees, no mocks."""
 
@@ -245,3 +246,64 @@ def test_generation_helpers_and_serving_plugins_are_evaluation(tmp_path):
     assert sorts["lm/vllm/worker.py:6"] == "evaluation"
     assert all(c == "evaluation" for p, c in where(report, "NR1917").items() if p.startswith("lm/vllm/"))
 
+
+def test_predictor_modules_and_mask_generators_are_evaluation(tmp_path):
+    root = tree(tmp_path, {
+        "seg/__init__.py": "",
+        "seg/model.py": """\
+            import torch
+
+            class SegModel(torch.nn.Module):
+                def forward(self, x):
+                    return torch.nonzero(x)
+            """,
+        "seg/seg_video_predictor.py": """\
+            import torch
+            from .model import SegModel
+
+            class VideoTrackerVOS(SegModel):
+                def __init__(self):
+                    super().__init__()
+                    self.forward = torch.compile(self.forward, mode="max-autotune")
+            """,
+        "seg/utils/__init__.py": "",
+        "seg/utils/amg.py": """\
+            import torch
+
+            def mask_to_rle(mask):
+                return torch.nonzero(mask)
+            """,
+        "seg/automatic_mask_generator.py": """\
+            import torch
+            from .utils.amg import mask_to_rle
+
+            class AutomaticMaskGenerator:
+                def __init__(self, model):
+                    self.model = model
+
+                @torch.no_grad()
+                def generate(self, image):
+                    return self.postprocess(self.model(image))
+
+                @staticmethod
+                def postprocess(masks):
+                    return mask_to_rle(masks[masks > 0])
+            """,
+        "seg/batch_generator.py": """\
+            import torch
+
+            class BatchGenerator:
+                def generate(self, x):
+                    return self.next_batch(x)
+
+                def next_batch(self, x):
+                    return x[x > 0]  # feeds training: its generate keeps autograd, so the class is no driver
+            """,
+    })
+    report = scan(root)
+    assert where(report, "NR1501")["seg/utils/amg.py:4"] == "evaluation"
+    assert where(report, "NR1501")["seg/model.py:5"] == "step"
+    masks = where(report, "NR1504")
+    assert masks["seg/automatic_mask_generator.py:14"] == "evaluation"  # a public method of the generator
+    assert masks["seg/batch_generator.py:8"] == "step"
+    assert {c for p, c in where(report, "NR1301").items() if "predictor" in p} == {"evaluation"}

@@ -41,7 +41,7 @@ import re
 
 from .compilefacts import compile_sites
 from .imports import absolute
-from .inference_only import asserts_no_grad, backward_only_raises, refuses_gradients
+from .inference_only import asserts_no_grad, backward_only_raises, drives_trained_model, refuses_gradients
 from .pyindex import CAPABILITY
 from .vocab import OPTIMIZER_RECEIVER
 from .vocab import ast_chain as _chain
@@ -492,8 +492,8 @@ class _Walk:
         markers = []
         if HOST_CLASS.search(node.name) or any(re.search(r"(Dataset|Sampler|DataModule)$", b) for b in bases):
             markers.append("host")
-        if EVAL_CLASS.search(node.name) or backward_only_raises(node):
-            markers.append("eval")  # a prediction class, an autograd Function with no backward
+        if EVAL_CLASS.search(node.name) or backward_only_raises(node) or drives_trained_model(node):
+            markers.append("eval")  # a prediction class, an autograd Function with no backward, a mask generator
         if any(type(d) is ast.Call and "regist" in _text(d.func).lower() for d in node.decorator_list):
             markers.append("registered")
         external = [b for b in bases if b.startswith("q:") and b.split(".")[0][2:] not in ("typing", "abc", "enum")]

@@ -11,6 +11,9 @@ evaluation path).
   raises when a switch is on and an input needs a gradient (`if use_fused and x.requires_grad`).
 - A branch that opens by asserting its tensors need no gradient (`if store is not None: assert
   not k.requires_grad ...`: a KV-cache decode branch): it runs only without autograd.
+- A driver of a trained model: a class named `*Generator` that is no module (no `forward`) and
+  whose `generate` runs under `@torch.no_grad()` (`SAM2AutomaticMaskGenerator`). Data generators
+  that feed training neither disable autograd nor go by that pair.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 
 from .vocab import ast_chain as _chain
 
+NO_GRAD_DECORATORS = frozenset({"no_grad", "inference_mode"})
 # What a backward's error says when the op refuses gradients by design (not "not implemented yet").
 BY_DESIGN = re.compile(r"(?i)inference|decod|forward[- ]only|for training|not supported|no backward|not differentiable")
 
@@ -109,3 +113,17 @@ def asserts_no_grad(body: list[ast.stmt]) -> bool:
             return False
     return False
 
+
+def no_grad(node: ast.FunctionDef) -> bool:
+    return any((_chain(d.func if type(d) is ast.Call else d) or [""])[-1] in NO_GRAD_DECORATORS for d in node.decorator_list)
+
+
+def drives_trained_model(node: ast.ClassDef) -> bool:
+    """`class SAM2AutomaticMaskGenerator:` with `@torch.no_grad() def generate(...)` and no `forward`."""
+    if not node.name.endswith("Generator"):
+        return False
+    methods = {st.name: st for st in node.body if type(st) in (ast.FunctionDef, ast.AsyncFunctionDef)}
+    if "forward" in methods or any((_chain(b) or [""])[-1].endswith("Module") for b in node.bases):
+        return False
+    gen = methods.get("generate")
+    return gen is not None and no_grad(gen)
