@@ -48,10 +48,16 @@ OTHER_ACCELERATORS = {
     "mps": "Apple GPUs (MPS)", "metal": "Apple GPUs (MPS)", "hpu": "Intel Gaudi (HPU)", "gaudi": "Intel Gaudi (HPU)",
     "habana": "Intel Gaudi (HPU)", "mlu": "Cambricon MLUs", "musa": "Moore Threads GPUs",
 }
+# Folders of evaluation code. `generation/` holds what decodes with a trained model (samplers, logits
+# warpers, beam search); a folder named for a serving engine is its plugin (`optimum/neuron/vllm/`).
+SERVING_ENGINES = ("vllm", "sglang", "tgi", "text_generation_server", "text-generation-inference", "tensorrt_llm",
+                   "triton_server", "jetstream", "torchserve", "lmdeploy")
 EVAL_PATH = re.compile(r"(?i)^(eval|evals|evaluation|evaluate|inference|infer|export|exporters?|demo|demos"
-                       r"|visuali[sz]ation|serving|serve|deploy)$")
+                       r"|visuali[sz]ation|serving|serve|deploy|generation|" + "|".join(map(re.escape, SERVING_ENGINES)) + ")$")
+# Files of evaluation code: named for it (`predict.py`, `inference_utils.py`), or for the kind of class
+# they hold after a prefix (`sam2_video_predictor.py`, `coco_evaluator.py`, `onnx_exporter.py`).
 EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|evaluators?|validators?|predictors?|exporters?|inference|infer"
-                       r"|export|predict|demo|serve|serving)(_\w*)?\.py$")
+                       r"|export|predict|demo|serve|serving)(_\w*)?\.py$|^\w+_(predictors?|evaluators?|exporters?)\.py$")
 # Options whose switch selects evaluation rather than a feature.
 EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate"
                          r"|onnx|export|exporting)(_|$)")

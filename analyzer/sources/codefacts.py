@@ -41,6 +41,7 @@ import re
 
 from .compilefacts import compile_sites
 from .imports import absolute
+from .inference_only import asserts_no_grad, backward_only_raises, drives_trained_model, refuses_gradients
 from .pyindex import CAPABILITY
 from .vocab import OPTIMIZER_RECEIVER
 from .vocab import ast_chain as _chain
@@ -188,6 +189,8 @@ class _Facts:
                     if type(name) is str and root and self.config_root(root):
                         default = _literal(node.args[2]) if len(node.args) > 2 else None
                         return ["opt", name, default] if default is not ... else ["opt", name]
+                if parts[-1] == "is_grad_enabled" and not node.args:
+                    return ["train"]  # `torch.is_grad_enabled()`: True in the training step
                 if parts[-1] in ("int", "bool", "float", "str", "lower", "strip", "upper") and (node.args or parts[-1] in ("lower", "strip", "upper")):
                     inner = node.args[0] if node.args else node.func.value if type(node.func) is ast.Attribute else None
                     if inner is not None:
@@ -415,8 +418,6 @@ class _Walk:
         fx = self.fx
         for d in node.decorator_list:
             self.expr(d)
-        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self.expr(default)
         name = f"{self.scope}.{node.name}" if self.scope else node.name
         kind = "m" if self.cls is not None and self.scope == self.cls else "f"
         if node.decorator_list and not self.scope:
@@ -432,6 +433,9 @@ class _Walk:
             table = self.returned_table(node)
             if table:
                 fx.registries[name] = table  # `YOLO.task_map`: a table of classes by task
+        # a function named as a parameter's default (`filter_logits_fn=top_k`) runs when this one does
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.expr(default)
         if kind == "m" and node.name == "__init__" and self.cls and CONFIG_CLASS.search(self.cls.rsplit(".", 1)[-1]):
             for pname, value in _all_param_defaults(node):
                 fx.options.append([pname, value, node.lineno])
@@ -490,7 +494,10 @@ class _Walk:
         nograd = any(d in ("no_grad", "inference_mode") for d in decos)
         # a no-grad loop over a data loader is an evaluation loop; a no-grad kernel wrapper is not
         loops = nograd and any(type(n) in (ast.For, ast.AsyncFor) and _loader_loop(n.iter) for n in ast.walk(node))
-        if EVAL_NAME.match(node.name) or loops:
+        # an op that refuses gradients, or a function wrapped by a decorator named for evaluation
+        # (`@eval_decorator`: switches the model to eval mode around it), is inference-only
+        eval_deco = any("eval" in re.split(r"[_\W]+", d.lower()) for d in decos)
+        if EVAL_NAME.match(node.name) or loops or eval_deco or refuses_gradients(node):
             out.append("eval")
         owner = self.cls.rsplit(".", 1)[-1] if kind == "m" and self.cls else ""
         if (node.name in HOST_METHODS or HOST_NAME.search(node.name) or (owner and HOST_CLASS.search(owner))
@@ -518,8 +525,8 @@ class _Walk:
         markers = []
         if HOST_CLASS.search(node.name) or any(re.search(r"(Dataset|Sampler|DataModule)$", b) for b in bases):
             markers.append("host")
-        if EVAL_CLASS.search(node.name):
-            markers.append("eval")
+        if EVAL_CLASS.search(node.name) or backward_only_raises(node) or drives_trained_model(node):
+            markers.append("eval")  # a prediction class, an autograd Function with no backward, a mask generator
         if any(type(d) is ast.Call and "regist" in _text(d.func).lower() for d in node.decorator_list):
             markers.append("registered")
         external = [b for b in bases if b.startswith("q:") and b.split(".")[0][2:] not in ("typing", "abc", "enum")]
@@ -554,9 +561,12 @@ class _Walk:
         value = st.value
         if self.in_try and type(value) is not ast.Dict:
             return False  # `try: import triton; HAS_TRITON = True except ...`: a capability, not a setting
-        if type(value) is ast.Dict and value.keys:
+        pairs = list(zip(value.keys, value.values)) if type(value) is ast.Dict else []
+        if type(value) is ast.Call and _chain(value.func) == ["dict"] and not value.args and value.keywords:
+            pairs = [(ast.Constant(kw.arg), kw.value) for kw in value.keywords if kw.arg]  # `dict(top_p=top_p)`
+        if pairs:
             table: dict[str, list[str]] = {}
-            for k, v in zip(value.keys, value.values):
+            for k, v in pairs:
                 key = _literal(k) if k is not None else ...
                 parts = _chain(v)
                 ref = self.fx.ref_of(parts, None) if parts else None
@@ -597,6 +607,10 @@ class _Walk:
             return
         c = fx.cond(test, self.params)
         config = c != ["?"] and _has_config(c)
+        if asserts_no_grad(node.body):
+            # `if store is not None: assert not k.requires_grad`: a branch that runs only without autograd
+            # (a KV-cache decode branch) is not the training step; its else is
+            c, config = (["and", ["not", ["train"]], c] if config else ["not", ["train"]]), True
         # `if use_triton: kernel(x) else: torch_path(x)`: what the kernel branch calls has a PyTorch path
         # beside it (a fallback, followed across calls by context.py), switch or not.
         kernel_branch = self.capability_guard(node)
