@@ -1091,15 +1091,19 @@ def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()
     the opt-in feature `extra:<name>`; in a development extra (dev, test, docs, lint, ...) or a
     requirements-dev file it is not training at all. An unconditional import of the same library on
     the training path keeps both must-port: the training job needs it; so does being an extension
-    this repository builds (`built`: flash-attn's own `flash_attn_2_cuda`)."""
+    this repository builds (`built`: flash-attn's own `flash_attn_2_cuda`). The guarded import
+    statement itself (`guarded_import`) is opt-in even then: skipped when the library is absent, it
+    is the guard the remedies ask for, and the library's cost sits with its unguarded uses."""
     required = {_module_root(f.symbol) for f in findings
-                if f.context == "step" and f.category != "dependency" and not f.fallback}
+                if f.context == "step" and f.category != "dependency" and not f.fallback
+                and not f.details.get("guarded_import")}
     for f in findings:
         if f.context != "step":
             continue
         lib = f.details.get("optional_library")
         extra = f.details.get("extra")
-        if lib and f.fallback and lib not in required and lib not in built:  # not this repository's own extension
+        guarded_import = f.details.get("guarded_import")
+        if lib and (guarded_import or (f.fallback and lib not in required)) and lib not in built:
             f.context, f.gate = "opt-in", f"only when {lib} is installed (imported under a guard with a fallback)"
             f.details["feature"] = lib
             f.details["context_reason"] = f"`{lib}` is optional: without it the fallback runs"
