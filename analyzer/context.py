@@ -1059,6 +1059,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         if f.path in ctx.core and f.category == "gpu-library" and f.context == "step" and not f.scope and not f.fallback:
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
     cuda_only(findings, info_by, housekeeping, ctx)
+    optional_modules(findings, info_by, graph.modules)
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])})
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
@@ -1118,6 +1119,24 @@ def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()
                 f.context, f.gate = "opt-in", f"only when installed with the [{extra}] extra"
                 f.details["feature"] = f"extra:{extra}"
                 f.details["context_reason"] = f"listed only in the optional extra [{extra}]"
+
+
+def optional_modules(findings: list[Finding], info_by: dict, modules: dict[str, list[str]]) -> None:
+    """A project module every import of which sits behind an import guard (sources/optional_imports.py:
+    `if is_bnb_available(): from .bnb import Linear8bitLt`) is never imported without the library:
+    its own top-level GPU-library and Triton imports are guarded imports too (optional_dependencies)."""
+    guarded: set[str] = set()
+    plain: set[str] = set()
+    for info in info_by.values():
+        only = set((info.facts.get("code") or {}).get("guarded_imports", ()))
+        guarded |= only
+        plain.update(m for m in info.facts.get("imports", ()) if m not in only)
+    files = {rel for m in guarded - plain for rel in modules.get(m, ())}
+    for f in findings:
+        if (f.path in files and f.context == "step" and not f.scope and f.category in ("gpu-library", "triton")
+                and f.snippet.startswith(("import ", "from "))):
+            f.details["optional_library"] = _module_root(f.symbol)
+            f.details["guarded_import"] = True
 
 
 def _module_root(symbol: str) -> str:

@@ -194,3 +194,102 @@ def test_a_check_that_fails_only_with_another_option_is_not_reported_one_the_pro
             else:
                 device = "cpu"
     ''', "NR1005") == [11, 12, 14, 18]
+
+
+def test_a_module_imported_only_behind_a_guard_makes_its_own_imports_guarded(tmp_path):
+    """peft's pattern: `tuners/x/bnb.py` imports bitsandbytes at the top, and the package imports that
+    module only when bitsandbytes is there (a package `__getattr__`, a dispatcher)."""
+    report = report_of(tmp_path, {
+        "train.py": '''
+            import torch
+            import adapters
+            from adapters.model import build
+
+            def main():
+                model = build(torch.nn.Linear(4, 4))
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                model(torch.randn(2, 4)).sum().backward()
+                opt.step()
+
+            if __name__ == "__main__":
+                main()
+        ''',
+        "adapters/__init__.py": '''
+            from .util import has_bnb
+
+            def __getattr__(name):
+                if name == "Linear8bit" and has_bnb():
+                    from .quant import Linear8bit
+                    return Linear8bit
+                raise AttributeError(name)
+        ''',
+        "adapters/util.py": '''
+            import importlib.util
+
+            def has_bnb():
+                return importlib.util.find_spec("bitsandbytes") is not None
+        ''',
+        "adapters/model.py": '''
+            from .util import has_bnb
+
+            def build(base):
+                if has_bnb():
+                    from .quant import Linear8bit
+                return base
+        ''',
+        "adapters/quant.py": '''
+            import bitsandbytes as bnb
+
+            class Linear8bit(bnb.nn.Linear8bitLt):
+                pass
+        ''',
+        "adapters/always.py": '''
+            import bitsandbytes as bnb
+        ''',
+        "adapters/lora.py": '''
+            from .always import bnb
+        ''',
+    })
+    every = {(f.path, f.line): f for f in report.findings + report.off_path if f.rule == "NR1906"}
+    assert every[("adapters/quant.py", 2)].context == "opt-in"
+    assert every[("adapters/quant.py", 2)].details["guarded_import"] is True
+    assert every[("adapters/always.py", 2)].details.get("guarded_import") is None  # imported unguarded
+
+
+def test_guarded_only_imports_reads_both_guards_and_ignores_a_guard_that_gives_up():
+    import ast
+
+    from neuron_ready.sources.optional_imports import guarded_only_imports
+
+    tree = ast.parse(textwrap.dedent('''
+        import torch
+        from .util import is_apex_available
+        try:
+            from . import fused
+            from .triton_ops import rms
+        except ImportError:
+            rms = None
+        if is_apex_available():
+            from .apex_ops import norm
+        else:
+            norm = None
+        if HAS_FLASH:
+            from .flash_ops import attn
+        else:
+            raise ImportError("flash-attn is required")
+        from .triton_ops import layer
+    '''))
+    assert guarded_only_imports(tree, "pkg.mod", False) == ["pkg.apex_ops", "pkg.apex_ops.norm", "pkg.fused",
+                                                            "pkg.triton_ops.rms"]
+
+
+def test_a_guard_around_a_torch_module_covers_an_older_pytorch_not_a_missing_library():
+    report = scan_text(textwrap.dedent('''
+        import torch
+        try:
+            from torch.nn.attention.flex_attention import flex_attention, create_block_mask
+        except ImportError:
+            flex_attention = None
+    '''))
+    hits = [f for f in report.findings if f.line == 4]
+    assert hits and all(not f.details.get("guarded_import") for f in hits)

@@ -253,11 +253,12 @@ class PythonScanner(Walker):
             # imported under `try/except ImportError` or `if is_x_available():`: runs only when the user
             # installs the library (context.py makes it an opt-in feature named for it)
             details = {**(details or {}), "optional_library": symbol.lstrip(".").split(".", 1)[0]}
-        if guarded and clause.kind == "import":
+        root = symbol.lstrip(".").split(".", 1)[0]
+        if guarded and clause.kind == "import" and root != "torch":
             # the import itself is already what the remedies ask for (a guard with a fallback): never
-            # a porting task by itself, whatever library; its uses are judged on their own
-            details = {**(details or {}), "optional_library": symbol.lstrip(".").split(".", 1)[0],
-                       "guarded_import": True}
+            # a porting task by itself, whatever library; its uses are judged on their own. (torch is
+            # always installed: a guard around its modules only covers an older PyTorch.)
+            details = {**(details or {}), "optional_library": root, "guarded_import": True}
         hit = Hit(rule, clause, line, node, symbol, self.names.scope_name(), fallback, details or {})
         if owner is not None:
             self.guards.record(hit, owner)
