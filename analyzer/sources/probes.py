@@ -50,8 +50,7 @@ def _names_cpu(value: cst.CSTNode) -> bool:
 
 
 def _positive_literal(arg: cst.Arg) -> bool:
-    v = literal_value(arg.value)
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+    return _int_literal(arg.value) and literal_value(arg.value) >= 1
 
 
 def chosen_probes(value: cst.CSTNode | None, resolve: Resolve) -> set[int]:
@@ -114,11 +113,15 @@ def off_cuda(test: cst.CSTNode, resolve: Resolve) -> bool | None:
     return None
 
 
+def _int_literal(node: cst.CSTNode) -> bool:
+    v = literal_value(node)
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _count_value(node: cst.CSTNode, resolve: Resolve) -> int | None:
     if type(node) is cst.Call and type(node.func) in (cst.Name, cst.Attribute) and resolve(node.func)[0] in COUNT_PROBES:
         return 0
-    v = literal_value(node)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return literal_value(node) if _int_literal(node) else None
 
 
 def probe_calls(node: cst.CSTNode, resolve: Resolve, names: frozenset = BOOLEAN_PROBES | COUNT_PROBES) -> set[int]:
@@ -134,11 +137,21 @@ def checks_an_option(test: cst.CSTNode, resolve: Resolve) -> set[int]:
 
 
 def counts_in_test(node: cst.If, resolve: Resolve) -> set[int]:
-    """Compared device counts in the test of an `if` that names no CPU device (the caller checks that
-    no branch gives up): 0 only picks a branch (`if any(int(i) >= torch.cuda.device_count() ...)`)."""
+    """Device counts compared with another value (an id, a requested number) in the test of an `if`
+    that names no CPU device (the caller checks that no branch gives up): 0 only picks a branch
+    (`if any(int(i) >= torch.cuda.device_count() ...)` translates ids). A count compared with a
+    literal (`if torch.cuda.device_count() > 0:`) asks whether CUDA is there, like `is_available()`
+    in a test, and is judged as one (what the CUDA branch does decides)."""
     if _names_cpu(node):
         return set()
-    return chosen_probes(node.test, resolve) & probe_calls(node.test, resolve, COUNT_PROBES)
+    presence = set()
+    for n in iter_subtree(node.test):
+        if type(n) is cst.Comparison and len(n.comparisons) == 1:
+            sides = (n.left, n.comparisons[0].comparator)
+            counts = probe_calls(n, resolve, COUNT_PROBES) & {id(x) for x in sides}
+            if counts and any(_int_literal(x) for x in sides):
+                presence |= counts
+    return (chosen_probes(node.test, resolve) & probe_calls(node.test, resolve, COUNT_PROBES)) - presence
 
 
 class ProbeSites:
