@@ -1110,6 +1110,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     cuda_only(findings, info_by, housekeeping, ctx)
     first_party_headers(findings, set(info_by))
     build_scripts(findings, info_by)
+    optional_modules(findings, info_by, graph.modules)
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])})
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
@@ -1142,15 +1143,19 @@ def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()
     the opt-in feature `extra:<name>`; in a development extra (dev, test, docs, lint, ...) or a
     requirements-dev file it is not training at all. An unconditional import of the same library on
     the training path keeps both must-port: the training job needs it; so does being an extension
-    this repository builds (`built`: flash-attn's own `flash_attn_2_cuda`)."""
+    this repository builds (`built`: flash-attn's own `flash_attn_2_cuda`). The guarded import
+    statement itself (`guarded_import`) is opt-in even then: skipped when the library is absent, it
+    is the guard the remedies ask for, and the library's cost sits with its unguarded uses."""
     required = {_module_root(f.symbol) for f in findings
-                if f.context == "step" and f.category != "dependency" and not f.fallback}
+                if f.context == "step" and f.category != "dependency" and not f.fallback
+                and not f.details.get("guarded_import")}
     for f in findings:
         if f.context != "step":
             continue
         lib = f.details.get("optional_library")
         extra = f.details.get("extra")
-        if lib and f.fallback and lib not in required and lib not in built:  # not this repository's own extension
+        guarded_import = f.details.get("guarded_import")
+        if lib and (guarded_import or (f.fallback and lib not in required)) and lib not in built:
             f.context, f.gate = "opt-in", f"only when {lib} is installed (imported under a guard with a fallback)"
             f.details["feature"] = lib
             f.details["context_reason"] = f"`{lib}` is optional: without it the fallback runs"
@@ -1165,6 +1170,24 @@ def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()
                 f.context, f.gate = "opt-in", f"only when installed with the [{extra}] extra"
                 f.details["feature"] = f"extra:{extra}"
                 f.details["context_reason"] = f"listed only in the optional extra [{extra}]"
+
+
+def optional_modules(findings: list[Finding], info_by: dict, modules: dict[str, list[str]]) -> None:
+    """A project module every import of which sits behind an import guard (sources/optional_imports.py:
+    `if is_bnb_available(): from .bnb import Linear8bitLt`) is never imported without the library:
+    its own top-level GPU-library and Triton imports are guarded imports too (optional_dependencies)."""
+    guarded: set[str] = set()
+    plain: set[str] = set()
+    for info in info_by.values():
+        only = set((info.facts.get("code") or {}).get("guarded_imports", ()))
+        guarded |= only
+        plain.update(m for m in info.facts.get("imports", ()) if m not in only)
+    files = {rel for m in guarded - plain for rel in modules.get(m, ())}
+    for f in findings:
+        if (f.path in files and f.context == "step" and not f.scope and f.category in ("gpu-library", "triton")
+                and f.snippet.startswith(("import ", "from "))):
+            f.details["optional_library"] = _module_root(f.symbol)
+            f.details["guarded_import"] = True
 
 
 def _module_root(symbol: str) -> str:

@@ -203,7 +203,7 @@ def test_one_rule_on_one_line_is_one_finding(tmp_path):
     report = report_of(tmp_path, {"train.py": '''
         import torch
 
-        bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        assert torch.cuda.is_available() and torch.cuda.is_bf16_supported()
         x = torch.zeros(2).cuda()
     '''})
     probes = [f for f in report.findings + report.off_path if f.rule == "NR1005"]

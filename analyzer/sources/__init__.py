@@ -359,11 +359,16 @@ def _code_facts(tree: ast.Module | None, module_name: str, is_package: bool) -> 
     if tree is None:
         return {}
     from .codefacts import code_facts
+    from .optional_imports import guarded_only_imports
 
     try:
-        return {"code": code_facts(tree, module_name, is_package)}
+        code = code_facts(tree, module_name, is_package)
+        guarded = guarded_only_imports(tree, module_name, is_package)
     except RecursionError:  # a pathological expression: the module-level answer stands
         return {}
+    if guarded:
+        code["guarded_imports"] = guarded  # context.optional_modules
+    return {"code": code}
 
 
 def _add_python_hits(hits: list[Hit], lines: list[str], col: _Collector, ctx: ScanContext, rel: str,

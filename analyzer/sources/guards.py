@@ -2,8 +2,9 @@
 
 An import inside `try/except ImportError` or behind `find_spec` / `is_*_available()` is optional;
 a kernel path behind `if x.is_cuda:` (or a HAS_TRITON-style flag) with a PyTorch path beside it
-is a fallback; what sits under `if TYPE_CHECKING:` never runs. The scanner enters and leaves the
-blocks; this module says which guards are open at each position.
+is a fallback; what sits under `if TYPE_CHECKING:` never runs; the `except AttributeError/TypeError:` of a try
+that calls a newer torch API (`torch.amp.GradScaler(device=...)`) runs only on an older PyTorch.
+The scanner enters and leaves the blocks; this module says which guards are open at each position.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ load_libcst()
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException", "OSError"})
 _RUNTIME_ERRORS = frozenset({"Exception", "BaseException", "RuntimeError", "NotImplementedError"})
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "builtins.exit", "builtins.quit"})
+# What an older PyTorch raises for an API it lacks (a missing attribute, an unknown keyword).
+_MISSING_API = frozenset({"AttributeError", "TypeError"})
 
-IMPORT, KERNEL, TYPE = "import", "kernel", "type"
+IMPORT, KERNEL, TYPE, COMPAT = "import", "kernel", "type", "compat"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +35,7 @@ class Guard:
     """What a guarded block means, and which branch of which `if` it is (for hits on both sides)."""
 
     kind: str  # IMPORT: only imports inside are optional; KERNEL: a GPU path with a PyTorch path beside it;
-    #            TYPE: under TYPE_CHECKING, never runs
+    #            TYPE: under TYPE_CHECKING, never runs; COMPAT: the fallback for an older PyTorch
     owner: int = 0  # id of the `if` whose branches it guards; 0 for try blocks and TYPE_CHECKING
     branch: int = 0  # 0: the body, 1: the else (or elif chain)
 
@@ -85,11 +88,15 @@ class Guards:
         if id(node) in self.blocks:
             self.open.pop()
 
-    def enter_try(self, node: cst.Try) -> None:
+    def enter_try(self, node: cst.Try, resolve=None) -> None:
         caught = set()
         runtime_fallback = False
+        newer_torch = resolve is not None and _calls_torch(node.body, resolve)
         for h in node.handlers:
             names = _handler_names(h)
+            if newer_torch and names and names <= _MISSING_API:
+                # `try: torch.amp.GradScaler(device=d) except (AttributeError, TypeError): torch.cuda.amp...`
+                self.blocks[id(h.body)] = Guard(COMPAT)
             if names & _IMPORT_ERRORS and raises(h.body):
                 continue  # `except ImportError: raise ...`: the import is required, not optional
             caught |= names
@@ -141,6 +148,16 @@ class Guards:
             # Both arms: whichever is the kernel path, the other is its fallback.
             for arm in (node.body, node.orelse):
                 self.ifexp_arms.update(id(n) for n in iter_subtree(arm))
+
+
+def _calls_torch(block: cst.CSTNode, resolve) -> bool:
+    """Whether a block calls a device-generic torch API (`torch.amp...`, not `torch.cuda...`)."""
+    for n in iter_subtree(block):
+        if type(n) is cst.Call and type(n.func) in (cst.Name, cst.Attribute):
+            q = resolve(n.func)[0]
+            if q and q.startswith("torch.") and not q.startswith("torch.cuda."):
+                return True
+    return False
 
 
 def _last_stmt(block: cst.CSTNode) -> cst.CSTNode | None:

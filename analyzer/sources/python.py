@@ -18,9 +18,10 @@ import libcst as cst
 from ..catalog import ArgCond, Match, Rule
 from .conditions import Conditions, bare_ok
 from .cstwalk import Walker, iter_subtree
-from .guards import Guards
+from .guards import COMPAT, Guards
 from .imports import absolute
 from .matchers import MATCHERS, Matcher
+from .probes import ProbeSites, sets_tuning_variable
 from .pyindex import PyIndex, callee_in
 from .scopes import Binding, Names, Scope
 from .values import ValueTracker
@@ -59,6 +60,7 @@ def _setup_strings(keyword: str, value: cst.CSTNode) -> dict[int, str]:
     extra = "tests" if keyword == "tests_require" else "extras" if keyword == "extras_require" else ""
     return {id(n): extra for n in iter_subtree(value) if type(n) in strings}
 _ENV_CALLS = frozenset({"os.environ.get", "os.environ.setdefault", "os.environ.pop", "os.getenv", "os.putenv"})
+_ENV_SETS = frozenset({"os.environ.setdefault", "os.putenv"})
 # Kinds whose symbol is a qualified name (its first part is a top-level module).
 _NAME_KINDS = frozenset({"import", "call", "attribute", "decorator"})
 # torch.cuda calls that return before touching a device when CUDA was never initialised (torch 2.13
@@ -109,6 +111,7 @@ class PythonScanner(Walker):
         self.nonref = self.names.nonref
         self.resolve = self.names.resolve
         self.guards = Guards()  # guards and fallbacks (guards.py)
+        self.probes = ProbeSites(self.names.resolve)  # where a CUDA probe sits (probes.py)
         self.conditions = Conditions(self.names)  # what clauses ask of values (conditions.py)
         self.hits: list[Hit] = []
         self.deferred: list[Hit] = []  # checked against the file's imports at the end (requires=)
@@ -147,14 +150,17 @@ class PythonScanner(Walker):
         e[cst.For] = self.enter_for
         e[cst.AsName] = self.enter_asname
         e[cst.Param] = self.enter_param
+        lv[cst.Param] = self.leave_probe_site
+        e[cst.Arg] = self.enter_arg
+        lv[cst.Arg] = self.leave_probe_site
         e[cst.Try] = self.enter_try
         e[cst.If] = self.enter_if
         lv[cst.If] = self.leave_if
         e[cst.IfExp] = self.enter_ifexp
         e[cst.While] = self.enter_while
         e[cst.Subscript] = self.enter_subscript
-        if self.on["assertion"]:
-            e[cst.Assert] = self.enter_assert
+        e[cst.Assert] = self.enter_assert
+        lv[cst.Assert] = self.leave_probe_site
         if self.on["binary"]:
             e[cst.BinaryOperation] = self.enter_binary
         for block in (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Else):
@@ -183,14 +189,16 @@ class PythonScanner(Walker):
         self.guards.leave_block(node)
 
     def enter_try(self, node: cst.Try, line: int) -> None:
-        self.guards.enter_try(node)
+        self.guards.enter_try(node, self.resolve)
 
     def enter_if(self, node: cst.If, line: int) -> None:
         self.guards.enter_if(node)
         self.test(node.test, line)
+        self.probes.push(ProbeSites.IF, node)
 
     def leave_if(self, node: cst.If, line: int) -> None:
         self.guards.leave_if(node, self.scope)
+        self.probes.pop()
 
     def enter_ifexp(self, node: cst.IfExp, line: int) -> None:
         self.guards.enter_ifexp(node)
@@ -200,6 +208,7 @@ class PythonScanner(Walker):
         self.test(node.test, line)
 
     def enter_assert(self, node: cst.Assert, line: int) -> None:
+        self.probes.push(ProbeSites.ASSERT, node)
         if not self.quiet:
             for check in self.on["assertion"]:
                 check(node, line)
@@ -227,6 +236,8 @@ class PythonScanner(Walker):
             return None  # the scanned project's own package, e.g. flash_attn inside flash-attn
         if self.values.silent(rule, clause, node):
             return None  # a type annotation, a dtype table, a precision the user picks (values.py)
+        if self.harmless(rule, clause, node, symbol):
+            return None  # a CUDA probe that only chooses, code for an older PyTorch (probes.py, guards.py)
         only_on = self.only_on(rule, clause, node, symbol)
         if only_on is not None:
             details = {**(details or {}), "only_on": only_on[1], "only_on_feature": only_on[0]}
@@ -242,6 +253,12 @@ class PythonScanner(Walker):
             # imported under `try/except ImportError` or `if is_x_available():`: runs only when the user
             # installs the library (context.py makes it an opt-in feature named for it)
             details = {**(details or {}), "optional_library": symbol.lstrip(".").split(".", 1)[0]}
+        root = symbol.lstrip(".").split(".", 1)[0]
+        if guarded and clause.kind == "import" and root != "torch":
+            # the import itself is already what the remedies ask for (a guard with a fallback): never
+            # a porting task by itself, whatever library; its uses are judged on their own. (torch is
+            # always installed: a guard around its modules only covers an older PyTorch.)
+            details = {**(details or {}), "optional_library": root, "guarded_import": True}
         hit = Hit(rule, clause, line, node, symbol, self.names.scope_name(), fallback, details or {})
         if owner is not None:
             self.guards.record(hit, owner)
@@ -250,6 +267,15 @@ class PythonScanner(Walker):
         else:
             self.keep(hit)
         return hit
+
+    def harmless(self, rule: Rule, clause: Match, node: cst.CSTNode, symbol: str) -> bool:
+        """Nothing to port: a CUDA probe whose False or 0 only picks a working alternative
+        (probes.py), or a torch API in the `except AttributeError/TypeError:` of a try that calls a
+        newer torch API (`torch.cuda.amp.GradScaler()` beside `torch.amp.GradScaler(device=...)`):
+        an older PyTorch's path, never taken on a current torch (guards.py)."""
+        if rule.housekeeping and clause.kind == "call" and type(node) is cst.Call and self.probes.harmless(node):
+            return True
+        return symbol.startswith("torch.") and any(g.kind == COMPAT for g in self.guards.open)
 
     def only_on(self, rule: Rule, clause: Match, node: cst.CSTNode, symbol: str = "") -> tuple[str, str] | None:
         """(feature, where) for a hit that runs only on some data or device: code under
@@ -424,6 +450,13 @@ class PythonScanner(Walker):
     def enter_param(self, node: cst.Param, line: int) -> None:
         self.nonref.add(id(node.name))
         self.names.bind(node.name.value, Binding(None))
+        self.probes.push(ProbeSites.VALUE, node.default)
+
+    def enter_arg(self, node: cst.Arg, line: int) -> None:
+        self.probes.push(ProbeSites.VALUE if node.keyword is not None else ProbeSites.NONE, node.value)
+
+    def leave_probe_site(self, node: cst.CSTNode, line: int) -> None:
+        self.probes.pop()
 
     def enter_lambda(self, node: cst.Lambda, line: int) -> None:
         for p in node.params.params:
@@ -437,6 +470,7 @@ class PythonScanner(Walker):
     # ------------------------------------------------------------------ assignments
 
     def enter_assign(self, node: cst.Assign, line: int) -> None:
+        self.probes.push(ProbeSites.VALUE, node.value)
         for t in node.targets:
             self.mark_store(t.target)
             self.check_environ_subscript(t.target, line)
@@ -444,16 +478,19 @@ class PythonScanner(Walker):
                 check(t.target, node.value, line)
 
     def leave_assign(self, node: cst.Assign, line: int) -> None:
+        self.probes.pop()
         for t in node.targets:
             self.names.bind_local(t.target, node.value if len(node.targets) == 1 else None)
 
     def enter_ann_assign(self, node: cst.AnnAssign, line: int) -> None:
         self.mark_store(node.target)
+        self.probes.push(ProbeSites.VALUE, node.value)
         if node.value is not None:
             for check in self.on["assign"]:
                 check(node.target, node.value, line)
 
     def leave_ann_assign(self, node: cst.AnnAssign, line: int) -> None:
+        self.probes.pop()
         self.names.bind_local(node.target, node.value)
 
     def enter_aug_assign(self, node: cst.AugAssign, line: int) -> None:
@@ -539,11 +576,11 @@ class PythonScanner(Walker):
                     self.imports.add(mod)
                     self.match_import(mod, line, node, guarded or self.guards.import_guard()[0])
             elif q in _ENV_CALLS and node.args:
-                self.check_environ(node.args[0].value, line, node)
+                self.check_environ(node.args[0].value, line, node, store=q in _ENV_SETS)
             elif q == "os.environ.update" and node.args and type(node.args[0].value) is cst.Dict:
                 for el in node.args[0].value.elements:
                     if type(el) is cst.DictElement:
-                        self.check_environ(el.key, line, node)
+                        self.check_environ(el.key, line, node, store=True)
             elif self.collect_setup and q.split(".")[-1] == "setup":
                 for arg in node.args:
                     if arg.keyword is not None and arg.keyword.value in _SETUP_KEYWORDS:
@@ -618,12 +655,13 @@ class PythonScanner(Walker):
 
     # ------------------------------------------------------------------ environment variables
 
-    def check_environ(self, key: cst.CSTNode | None, line: int, node: cst.CSTNode) -> None:
+    def check_environ(self, key: cst.CSTNode | None, line: int, node: cst.CSTNode, store: bool = False) -> None:
         name = literal_value(key)
         if not isinstance(name, str):
             return
         for rx, (rule, clause) in self.idx.environ:
-            if rx.fullmatch(name):
+            if rx.fullmatch(name) and not (store and rule.housekeeping and sets_tuning_variable(name)):
+                # (setting a variable that only tunes the CUDA runtime is ignored off CUDA: probes.py)
                 self.add(rule, clause, line, node, name)
 
     def check_environ_subscript(self, target: cst.CSTNode, line: int) -> None:
@@ -632,7 +670,7 @@ class PythonScanner(Walker):
             if q == "os.environ" and target.slice:
                 sl = target.slice[0].slice
                 if type(sl) is cst.Index:
-                    self.check_environ(sl.value, line, target)
+                    self.check_environ(sl.value, line, target, store=True)
 
     # ------------------------------------------------------------------ subscripts
 
