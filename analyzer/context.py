@@ -1005,11 +1005,21 @@ def evaluation_path(path: str) -> bool:
 
 
 def neuron_file(code: dict, facts: dict) -> bool:
-    if code.get("neuron"):
-        return True
+    """The file targets Neuron or XLA: its module code imports a Neuron/XLA module or names the
+    device (outside a setting's `if`: codefacts.note_neuron). Without code facts (a file too
+    complex to analyse), any import of one says so."""
+    if code:
+        return bool(code.get("neuron"))
     from .sources.codefacts import NEURON_MODULES
 
     return any(m == n or m.startswith(n + ".") for m in facts.get("imports", ()) for n in NEURON_MODULES)
+
+
+def neuron_scope(code: dict, scope: str) -> bool:
+    """The finding's function (or one around it) imports a Neuron/XLA module itself or names the
+    device: that function is the XLA path (`def get_tpu_device(): import torch_xla ...`)."""
+    scopes = code.get("neuron_scopes") or ()
+    return bool(scope) and any(scope == s or scope.startswith(s + ".") for s in scopes)
 
 
 def decorated_at(code: dict, line: int) -> str | None:
@@ -1366,6 +1376,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         context, gate = "opt-in", Gate(accel.split(" (")[0].lower().replace(" ", "-"), f"only on {accel}")
     elif code and neuron_file(code, facts) and f.category in NEURON_CATEGORIES:
         context, reason = "neuron-native", "this file already targets Neuron or XLA"
+    elif code and neuron_scope(code, f.scope) and f.category in NEURON_CATEGORIES:
+        context, reason = "neuron-native", "this function already targets Neuron or XLA"
     elif ctx.neuron_entries and f.category in NEURON_CATEGORIES:
         context, reason = "neuron-native", "the training entry already targets Neuron or XLA"
     elif plugin_of(f.path) is not None:

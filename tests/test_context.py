@@ -883,3 +883,48 @@ def test_a_table_method_asked_for_the_configured_task_runs_only_the_default_entr
     (root / "pkg/cfg/other.yaml").write_text("task: pose\n", encoding="utf-8")
     again = {(f.path, f.line): f.context for f in scan(root).findings}
     assert again[("pkg/losses.py", 7)] == "step" and again[("pkg/losses.py", 4)] == "step"
+
+
+def test_an_xla_mode_behind_a_setting_leaves_the_cuda_default_to_port(tmp_path):
+    # fairseq-style: the trainer has a TPU mode (`if self.tpu: import torch_xla ...`) beside its CUDA
+    # default; only what the XLA mode's own function imports is already XLA.
+    root = tree(tmp_path, {
+        "trainer.py": """\
+            import torch
+            class Trainer:
+                def __init__(self, cfg, model):
+                    self.tpu = cfg.tpu
+                    self.model = model.cuda()
+                def step(self, batch):
+                    if self.tpu:
+                        import torch_xla.core.xla_model as xm
+                        xm.mark_step()
+                    torch.cuda.synchronize()
+                    return self.model(batch)
+            def tpu_device():
+                import torch_xla.core.xla_model as xm
+                torch.cuda.synchronize()
+                return xm.xla_device()
+            """,
+        "ported.py": """\
+            import torch
+            import torch_xla.core.xla_model as xm
+            def step(model, batch):
+                torch.cuda.synchronize()
+                return model(batch)
+            """,
+        "probe.py": """\
+            import torch
+            try:
+                import torch_xla
+            except ImportError:
+                torch_xla = None
+            def step(x):
+                return x.cuda()
+            """,
+    })
+    got = contexts(scan(root))
+    assert got[("trainer.py", 5)] == "step" and got[("trainer.py", 10)] == "step"  # the CUDA default
+    assert got[("trainer.py", 14)] == "neuron-native"  # the XLA mode's own function
+    assert got[("ported.py", 4)] == "neuron-native"  # a file that imports torch_xla in its module code
+    assert got[("probe.py", 7)] == "neuron-native"  # a capability import: XLA whenever it is installed

@@ -120,6 +120,7 @@ class _Facts:
         self.passed: dict[str, list] = {}
         self.host_values: set[str] = set()
         self.neuron = False
+        self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
         self.main_guard = 0
         self.main_span: list[int] = []
         self.top_trains = False
@@ -270,6 +271,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
             out[key] = value
     if fx.neuron:
         out["neuron"] = True
+    if fx.neuron_scopes:
+        out["neuron_scopes"] = sorted(fx.neuron_scopes)
     if compiles := compile_sites(tree, fx.bindings):
         out["compiles"] = compiles  # what torch.compile is applied to (compilefacts.py)
     if fx.main_trains:
@@ -286,10 +289,8 @@ def _bind_top(fx: _Facts, tree: ast.Module) -> None:
             if t is ast.Import:
                 for a in node.names:
                     fx.bindings[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-                    _note_neuron(fx, a.name)
             elif t is ast.ImportFrom:
                 mod = absolute(node.module or "", node.level, fx.module_name, fx.is_package)
-                _note_neuron(fx, mod)
                 for a in node.names:
                     if a.name != "*":
                         fx.bindings[a.asname or a.name] = f"{mod}.{a.name}" if mod else a.name
@@ -311,9 +312,8 @@ def _bind_top(fx: _Facts, tree: ast.Module) -> None:
         fx.local.discard(name)
 
 
-def _note_neuron(fx: _Facts, module: str) -> None:
-    if module and any(module == m or module.startswith(m + ".") for m in NEURON_MODULES):
-        fx.neuron = True
+def _is_neuron_module(module: str) -> bool:
+    return bool(module) and any(module == m or module.startswith(m + ".") for m in NEURON_MODULES)
 
 
 class _Walk:
@@ -328,6 +328,7 @@ class _Walk:
         self.config_class = False  # inside a dataclass-like configuration class
         self.in_try = 0  # module-level statements under try: capability checks, not configuration
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
+        self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
 
     def run(self, tree: ast.Module) -> None:
@@ -348,7 +349,10 @@ class _Walk:
             self.klass(st)
         elif t is ast.If:
             self.nest += 1
+            option = self.option_test(st.test)
+            self.options += option
             self.if_(st)
+            self.options -= option
             self.nest -= 1
         elif (op := self.registration(st)) is not None:
             # `op.register_autograd(backward, setup_context=setup)`: the callbacks run when `op` does
@@ -361,7 +365,8 @@ class _Walk:
             else:
                 mod = absolute(st.module or "", st.level, fx.module_name, fx.is_package)
                 mods = [mod] + ([f"{mod}.{a.name}" for a in st.names if a.name != "*"] if mod else [])
-                _note_neuron(fx, mod)
+            if any(_is_neuron_module(m) for m in mods):
+                self.note_neuron()
             fx.imports.setdefault(self.scope, []).extend([m, self.region] for m in mods if m)
             if self.scope:  # a function-level import binds a name for this function only
                 for a in st.names:
@@ -442,6 +447,25 @@ class _Walk:
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
         self.scope, self.region, self.params, self.nest = saved
+
+    def option_test(self, test: ast.AST) -> bool:
+        """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
+        check (`if is_torch_xla_available():`, `if HAS_XLA:`) nor the `__main__` guard."""
+        names = [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
+        if not names or "__name__" in names or "TYPE_CHECKING" in names:
+            return False
+        return not any(CAPABILITY.search(n) for n in names)
+
+    def note_neuron(self) -> None:
+        """A Neuron/XLA import or device here: the file targets Neuron when it happens in module code,
+        the function when it happens in a function (a lazy import), and neither behind a setting
+        (`if self.tpu: import torch_xla`: an opt-in XLA mode beside a CUDA default)."""
+        if self.options:
+            return
+        if self.scope and self.scope != MAIN:
+            self.fx.neuron_scopes.add(self.scope)
+        else:
+            self.fx.neuron = True
 
     def returned_table(self, node: ast.FunctionDef) -> dict[str, list[str]] | None:
         """`def task_map(self): return {"detect": {"model": DetectionModel, ...}, "pose": {...}}`: a method
@@ -680,7 +704,7 @@ class _Walk:
                     continue
             elif t is ast.Constant and type(n.value) is str:
                 if _NEURON_DEVICE.fullmatch(repr(n.value)) or n.value in ("neuron", "xla"):
-                    fx.neuron = True
+                    self.note_neuron()
                 elif n.value.isidentifier() and len(n.value) > 2:
                     _add_ref(refs, "s:" + n.value, self.region)  # getattr(self, "name"), hooks by name
                 continue
