@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
+from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import MAIN
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
@@ -124,6 +125,8 @@ class Defaults:
                 files.setdefault(str(key).rsplit(".", 1)[-1], []).append(value)
             for name, cond in (code.get("flags") or {}).items():
                 self.flags[(info.rel, name)] = cond
+            if _exercises_options(info.rel):
+                continue  # tests and benchmarks pass every option by design: not what a user's job runs
             for kw, vals in (code.get("passed") or {}).items():
                 self.passed.setdefault(kw, []).extend(vals)
         # What the code declares (argparse, config classes) is what a user gets without setting anything;
@@ -164,8 +167,9 @@ class Defaults:
         if op == "env":
             return cond[2] if len(cond) > 2 else None
         if op == "param":
-            vals = self.passed.get(cond[1], [])
-            return cond[2] if all(_same(v, cond[2]) for v in vals) else UNKNOWN
+            # a keyword parameter (or `self.x` set from one in __init__, whose raw default is cond[3]):
+            # its default, unless a call in the project passes something else
+            return cond[2] if self.passes_default(cond[1], cond[-1] if len(cond) > 3 else cond[2], depth) else UNKNOWN
         if op == "flag":
             if depth > 3:
                 return UNKNOWN
@@ -218,6 +222,24 @@ class Defaults:
                 return UNKNOWN
         return UNKNOWN
 
+    def passes_default(self, name: str, default, depth: int = 0) -> bool:
+        """Whether every call in the project that passes the keyword `name` passes `default`: a
+        literal, a configuration value whose default it is (`f(x=args.x)`), or a parameter of the
+        caller forwarded as is (`f(x=x)`, `f(x=self.x)`), whose own default counts when its callers do
+        not override it (followed two levels, never guessed)."""
+        for v in self.passed.get(name, ()):
+            if type(v) is dict and "opt" in v:  # `f(x=args.x)`: what the configuration sets
+                if not _same(self.option(v["opt"], v.get("default", UNKNOWN)), default):
+                    return False
+            elif type(v) is dict:
+                if not _same(v["default"], default):
+                    return False
+                if v["param"] != name and (depth >= 2 or not self.passes_default(v["param"], v["default"], depth + 1)):
+                    return False
+            elif not _same(v, default):
+                return False
+        return True
+
     def describe(self, cond: list, rel: str) -> str:
         """The defaults a condition was judged on: "default False"."""
         names = sorted(set(_names(cond)))
@@ -227,6 +249,8 @@ class Defaults:
             if kind == "opt":
                 v = self.option(name)
                 parts.append(f"{name} defaults to {_show(v)}")
+            elif kind == "param":
+                parts.append(f"{name} defaults to {_show(_param_default(cond, name))}")
             elif kind == "env":
                 parts.append(f"${name} unset")
             elif kind == "flag":
@@ -277,11 +301,30 @@ def _names(cond: list):
         return
     if cond[0] in ("opt", "env") and len(cond) > 1 and isinstance(cond[1], str):
         yield cond[0], cond[1]
-    elif cond[0] == "flag":
-        yield "flag", cond[1]
+    elif cond[0] in ("flag", "param"):
+        yield cond[0], cond[1]
     for x in cond[1:]:
         if isinstance(x, list):
             yield from _names(x)
+
+
+def _param_default(cond: list, name: str):
+    """The default of the parameter `name` in a condition (the raw default of an attribute set from it)."""
+    if cond[:2] == ["param", name]:
+        return cond[-1]
+    for x in cond[1:]:
+        if isinstance(x, list) and (v := _param_default(x, name)) is not UNKNOWN:
+            return v
+    return UNKNOWN
+
+
+_EXERCISE_DIRS = EXCLUDED_DIRS - {"example", "examples", "doc", "docs"}  # examples are what users start from
+
+
+def _exercises_options(rel: str) -> bool:
+    """A test or benchmark file (reach.py's excluded folders and test files, examples and docs aside)."""
+    *dirs, name = rel.split("/")
+    return any(d.lower() in _EXERCISE_DIRS for d in dirs) or bool(_TEST_FILE.match(name))
 
 
 def _feature(cond: list) -> str:

@@ -210,11 +210,13 @@ class _Facts:
                 return ["train"]  # `self.training` / `model.training`: True in the training job
             if len(parts) >= 2 and self.config_root(parts):
                 return ["opt", parts[-1]]
+            if len(parts) == 2 and parts[0] == "self" and "self." + parts[1] in params:
+                return ["param", *_param_of(params, "self." + parts[1])]  # `self.x = x` in __init__: x's default
             if len(parts) == 2 and parts[0] == "self" and (_FLAG_PARAM.search(parts[1]) or _EXPORT_SWITCH.search(parts[1])):
                 return ["opt", parts[1]]  # `self.use_flash = config.use_flash` in __init__
             if len(parts) == 1:
                 if parts[0] in params:
-                    return ["param", parts[0], params[parts[0]]]
+                    return ["param", *_param_of(params, parts[0])]
                 return ["flag", parts[0]]
         return ["?"]
 
@@ -325,6 +327,7 @@ class _Walk:
         self.cls: str | None = None  # the enclosing class of a method
         self.region = -1
         self.params: dict[str, object] = {}
+        self.attrs: dict[str, list] = {}  # "self.x" -> [parameter, default] of the enclosing class's __init__
         self.config_class = False  # inside a dataclass-like configuration class
         self.in_try = 0  # module-level statements under try: capability checks, not configuration
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
@@ -431,8 +434,9 @@ class _Walk:
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
         saved = (self.scope, self.region, self.params, self.nest)
         self.scope, self.region, self.nest = name, -1, 0
-        self.params = _flag_params(node)
-        inner = _nested_defs(node)
+        inner, rebound = _statement_names(node)
+        self.params = {**(self.attrs if self.cls is not None else {}), **_option_params(node, rebound)}
+        self.params.update(_local_aliases(node.body, self.params, rebound))
         self.nested.append((name, inner))
         if kind == "m":
             table = self.returned_table(node)
@@ -511,6 +515,15 @@ class _Walk:
                 fx.regions.append([st.lineno, end, ["cuda"], "body", self.region,
                                    f"if {_text(st.test)}: return", False, True, [ret[0], ret[1]]])  # ... and is not CUDA-only
                 self.region = len(fx.regions) - 1
+            elif (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return and len(fx.regions) > before
+                    and fx.regions[before][0] == st.lineno and _option_only(fx.regions[before][2])):
+                # `if not self.use_aux: return x`: the rest of the function runs only when the test is false
+                c, ret = fx.regions[before][2], fx.regions[before]
+                negated = c[0] == "not"
+                rest_start = (st.end_lineno or st.lineno) + 1
+                fx.regions.append([rest_start, end, c[1] if negated else c, "body" if negated else "else", self.region,
+                                   _text(st.test.operand if negated and type(st.test) is ast.UnaryOp else st.test), False, False])
+                self.region = len(fx.regions) - 1
 
     def markers(self, node: ast.FunctionDef, kind: str) -> list[str]:
         out = []
@@ -558,11 +571,12 @@ class _Walk:
         decos = {(_chain(d.func if type(d) is ast.Call else d) or [""])[-1] for d in node.decorator_list}
         config_like = bool(decos & {"dataclass", "define", "s", "attrs", "frozen", "mutable", "dataclass_transform"}) \
             or bool(CONFIG_CLASS.search(node.name)) or any(b.endswith(("BaseModel", "BaseSettings")) for b in bases)
-        saved = (self.scope, self.cls, self.region, self.config_class)
+        saved = (self.scope, self.cls, self.region, self.config_class, self.attrs)
         self.scope, self.cls, self.region = name, name, -1
         self.config_class = config_like
+        self.attrs = _init_attributes(node)
         self.body(node.body)
-        self.scope, self.cls, self.region, self.config_class = saved
+        self.scope, self.cls, self.region, self.config_class, self.attrs = saved
 
     def field(self, st: ast.AnnAssign) -> None:
         """A dataclass-like field default: `use_flash: bool = False`, `x: int = field(default=3)`."""
@@ -741,7 +755,7 @@ class _Walk:
                     fx.host_values.add(parts[-1])
             lit = _literal(kw.value)
             vals = fx.passed.setdefault(kw.arg, [])
-            v = lit if lit is not ... else "?"
+            v = lit if lit is not ... else self.forwarded(kw.value)
             if v not in vals and len(vals) < 8:
                 vals.append(v)
         parts = _chain(n.func)
@@ -767,6 +781,21 @@ class _Walk:
                 fx.lookups.setdefault(self.scope, []).append([parts[0], fx.cond(n.args[0], self.params), self.region])
         elif parts == ["getattr"] and len(n.args) == 2:
             self.class_by_name(n)
+
+    def forwarded(self, value: ast.AST):
+        """`f(x=x)` or `f(x=self.x)` forwarding an option parameter of the caller: that parameter
+        (context.py follows it to its own callers, a bounded number of levels); `f(x=args.x)`: that
+        configuration value; "?" otherwise."""
+        c = self.fx.cond(value, {})
+        if c[0] == "opt":
+            return {"opt": c[1], **({"default": c[2]} if len(c) > 2 else {})}
+        parts = _chain(value)
+        if parts and len(parts) <= 2:
+            key = ".".join(parts)
+            if key in self.params and (len(parts) == 1 or parts[0] == "self"):
+                entry = _param_of(self.params, key)
+                return {"param": entry[0], "default": entry[-1]}  # the default callers of entry[0] would pass
+        return "?"
 
     def class_by_name(self, n: ast.Call) -> None:
         """`getattr(litgpt.model, config.mlp_class_name)`: a class of a project module chosen by a
@@ -851,10 +880,12 @@ def _table_name(name: str) -> bool:
 _LOADER = re.compile(r"(?i)loader|dataset|batches|^data$|val|eval|test")
 
 
-def _nested_defs(node: ast.AST) -> set[str]:
+def _statement_names(node: ast.AST) -> tuple[set[str], dict[str, int]]:
     """Names of the functions and classes defined directly in a function's body (in its blocks too,
-    not inside the nested definitions themselves): statements only, never expressions."""
+    not inside the nested definitions themselves), and how often its statements assign each plain
+    name (a parameter rebound in the body no longer holds its default): statements only, never expressions."""
     out: set[str] = set()
+    assigned: dict[str, int] = {}
     stack = [node.body]
     while stack:
         for st in stack.pop():
@@ -862,6 +893,11 @@ def _nested_defs(node: ast.AST) -> set[str]:
             if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
                 out.add(st.name)
                 continue
+            targets = st.targets if t is ast.Assign else [st.target] if t in (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor) else ()
+            for tg in targets:
+                for e in [tg] if type(tg) is ast.Name else getattr(tg, "elts", ()):
+                    if type(e) is ast.Name:
+                        assigned[e.id] = assigned.get(e.id, 0) + 1
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(st, field, None)
                 if type(sub) is list:
@@ -870,7 +906,7 @@ def _nested_defs(node: ast.AST) -> set[str]:
                 stack.append(h.body)
             for case in getattr(st, "cases", ()):
                 stack.append(case.body)
-    return out
+    return out, assigned
 
 
 def _loader_loop(it: ast.AST) -> bool:
@@ -917,18 +953,107 @@ def _has_config(c: list) -> bool:
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
 
+def _option_only(c: list) -> bool:
+    """A condition on options alone (parameters, configuration, environment): no module flag, whose
+    value may stand for an installed library, and no `self.training`."""
+    kinds: set[str] = set()
+    stack = [c]
+    while stack:
+        x = stack.pop()
+        kinds.add(x[0])
+        stack.extend(y for y in x[1:] if type(y) is list and y and type(y[0]) is str)
+    return bool(kinds & {"param", "opt", "env"}) and not kinds & {"flag", "train", "?", "cap", "cuda"}
+
+
 # `self.onnx_trace`, `self.exporting`: a switch for the export or inference path (context.py's EVAL_OPTION).
 _EXPORT_SWITCH = re.compile(r"(?i)(^|_)(onnx|export|exporting|inference)(_|$)")
 _FLAG_PARAM = re.compile(r"(?i)^(use|enable|with|fused?|apply)_\w+|_(kernel|impl|implementation|backend)$|^(backend|impl|implementation|kernel|attn_\w+|fused)$")
 
 
-def _flag_params(node: ast.FunctionDef) -> dict[str, object]:
-    """Parameters that look like feature switches, with their literal defaults."""
+# Parameters that say how the model is being run, not which features a user picked.
+_RUN_STATE_PARAM = re.compile(r"(?i)^(training|train|is_training|requires_grad|mode)$")
+
+
+def _option_params(node: ast.FunctionDef, rebound: set[str] = frozenset()) -> dict[str, object]:
+    """Parameters whose literal default is a setting a user turns on: any name with a default of
+    False, 0, or a string, and a switch-like name (`use_*`, `*_impl`, `backend`) with any literal
+    default. A None default on another name is an optional input (`mask=None`, `labels=None`: a
+    tensor the step passes, often positionally), never a gate. Run-state words (`training`,
+    `mode`) and parameters the body rebinds are left out."""
     out: dict[str, object] = {}
     for name, value in _all_param_defaults(node):
-        if _FLAG_PARAM.search(name):
+        if name in rebound or _RUN_STATE_PARAM.match(name):
+            continue
+        if _FLAG_PARAM.search(name) or type(value) in (bool, str) or (type(value) in (int, float) and value == 0):
             out[name] = value
     return out
+
+
+def _local_aliases(stmts: list[ast.stmt], params: dict[str, object], assigned: dict[str, int]) -> dict[str, object]:
+    """`z = self.attn_z_loss`, `a, b = x.shape[1], self.b` at a function's top level, each local
+    assigned once: the local holds what the option parameter or attribute holds."""
+    out: dict[str, object] = {}
+    for st in stmts:
+        if type(st) is not ast.Assign or len(st.targets) != 1:
+            continue
+        tg, value = st.targets[0], st.value
+        pairs = [(tg, value)] if type(tg) is ast.Name else list(zip(tg.elts, value.elts)) \
+            if type(tg) is ast.Tuple and type(value) is ast.Tuple and len(tg.elts) == len(value.elts) else []
+        for t, v in pairs:
+            parts = _chain(v)
+            if type(t) is not ast.Name or assigned.get(t.id) != 1 or not parts or len(parts) > 2:
+                continue
+            key = ".".join(parts)
+            if key in params and (len(parts) == 1 or parts[0] == "self"):
+                out[t.id] = _param_of(params, key)
+    return out
+
+
+def _param_of(params: dict[str, object], key: str) -> list:
+    """[parameter, value at its default(, the raw default when they differ)] for a name or `self.x`:
+    a parameter's own entry is its default; an attribute's or a local alias's is already this list."""
+    v = params[key]
+    return v if type(v) is list else [key, v]
+
+
+def _init_attributes(node: ast.ClassDef) -> dict[str, list]:
+    """`self.x = x`, `self.x = bool(x)`, `self.x = x is not None` among the top-level statements
+    of a class's `__init__`, x an option parameter (see `_option_params`): "self.x" -> [x, value at
+    x's default]. An attribute assigned twice there is left out (its value is not the default's)."""
+    init = next((st for st in node.body if type(st) is ast.FunctionDef and st.name == "__init__"), None)
+    if init is None:
+        return {}
+    params = _option_params(init)
+    out: dict[str, list] = {}
+    seen: set[str] = set()
+    for st in init.body:
+        if type(st) is not ast.Assign or len(st.targets) != 1:
+            continue
+        target = _chain(st.targets[0])
+        if not target or len(target) != 2 or target[0] != "self":
+            continue
+        key = "self." + target[1]
+        value, got = st.value, None
+        if type(value) is ast.Call and _chain(value.func) == ["bool"] and len(value.args) == 1 and not value.keywords:
+            value = value.args[0]  # the same truth value as the parameter's
+        if type(value) is ast.Name and value.id in params:
+            got = [value.id, params[value.id]]
+        elif (type(value) is ast.Compare and len(value.ops) == 1 and type(value.ops[0]) in (ast.Is, ast.IsNot)
+              and type(value.left) is ast.Name and _literal(value.comparators[0]) is None):
+            name = value.left.id
+            default = _param_default(init, name)
+            if default is not ... and not _RUN_STATE_PARAM.match(name):
+                got = [name, (default is None) == (type(value.ops[0]) is ast.Is), default]  # callers pass `default`
+        if key in seen:
+            out.pop(key, None)
+        elif got is not None:
+            out[key] = got
+        seen.add(key)
+    return out
+
+
+def _param_default(node: ast.FunctionDef, name: str):
+    return next((v for n, v in _all_param_defaults(node) if n == name), ...)
 
 
 def _all_param_defaults(node: ast.FunctionDef) -> list[tuple[str, object]]:
