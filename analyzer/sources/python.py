@@ -15,10 +15,12 @@ from typing import Any
 
 import libcst as cst
 
+from .. import nearcopy
 from ..catalog import ArgCond, Match, Rule
 from .conditions import Conditions, bare_ok
 from .cstwalk import Walker, iter_subtree
 from .guards import Guards
+from .kerneltokens import body_tokens
 from .imports import absolute
 from .matchers import MATCHERS, Matcher
 from .pyindex import PyIndex, callee_in
@@ -413,6 +415,7 @@ class PythonScanner(Walker):
                         if parts[-1].startswith("atomic_"):
                             atomics += 1
         name = node.name.value.lower()
+        fingerprint = None
         for hit in hits:
             hit.details.update(
                 lines=end - start + 1,
@@ -420,6 +423,9 @@ class PythonScanner(Walker):
                 atomics=atomics,
                 backward=bool(re.search(r"bwd|backward|grad", name)),
             )
+            if hit.rule.costing == "triton-kernel":  # the kernel's own finding: effort.py folds near-copies by it
+                fingerprint = fingerprint or nearcopy.fingerprint(body_tokens(node.body))
+                hit.details["fingerprint"] = fingerprint
 
     def enter_param(self, node: cst.Param, line: int) -> None:
         self.nonref.add(id(node.name))
