@@ -3,7 +3,7 @@
 A kernel's body is read as a stream of tokens whose identifiers and literals are normalised (the
 scanner that reads it decides which names are API and stay), so a copy with its variables renamed or
 its block sizes changed reads the same. Its SHINGLE-token shingles are hashed with zlib.crc32 (the
-same value on every run and in every worker, unlike hash()) and the SKETCH smallest distinct hashes
+same value on every run, worker and machine, unlike hash()) and the SKETCH smallest distinct hashes
 are kept: a bottom-k sketch (Broder, "On the resemblance and containment of documents", 1997), a
 fixed handful of ints per kernel for the cache and the report. Two sketches estimate the Jaccard
 similarity of the two shingle sets; below SKETCH shingles each the estimate is exact.
@@ -18,6 +18,7 @@ tokens: one edited token changes five shingles.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import zlib
 from typing import Any, Iterable
@@ -28,15 +29,19 @@ THRESHOLD = 0.7  # estimated Jaccard at or above which a kernel is a near-copy o
 _WIDTH = 8  # hex digits per 32-bit hash in the stored fingerprint
 
 
+@functools.lru_cache(maxsize=4096)
+def _token_bytes(token: str) -> bytes:
+    return zlib.crc32(token.encode()).to_bytes(4, "little")
+
+
 def fingerprint(tokens: Iterable[str]) -> str:
-    """The bottom-SKETCH sketch of the token shingles, as one hex string (ascending hashes)."""
-    toks = list(tokens)
-    if len(toks) < SHINGLE:
-        shingles = {"\x1f".join(toks)} if toks else set()
-    else:
-        shingles = {"\x1f".join(toks[i:i + SHINGLE]) for i in range(len(toks) - SHINGLE + 1)}
-    hashes = heapq.nsmallest(SKETCH, {zlib.crc32(s.encode()) for s in shingles})
-    return "".join(f"{h:0{_WIDTH}x}" for h in hashes)
+    """The bottom-SKETCH sketch of the token shingles, as one hex string (ascending hashes). Each token
+    is hashed once; a shingle's hash is the crc32 of its tokens' hashes (a slice of one byte string)."""
+    stream = b"".join(_token_bytes(t) for t in tokens)
+    n = len(stream) // 4
+    width = 4 * SHINGLE
+    shingles = {zlib.crc32(stream[i:i + width]) for i in range(0, 4 * max(n - SHINGLE + 1, 1), 4)} if n else set()
+    return "".join(f"{h:0{_WIDTH}x}" for h in heapq.nsmallest(SKETCH, shingles))
 
 
 def hashes(fp: str) -> frozenset[int]:

@@ -12,26 +12,38 @@ import libcst as cst
 
 from .cstwalk import iter_subtree
 
-_FORMAT = (
+_FORMAT = frozenset((
     cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline, cst.Comment,
     cst.EmptyLine, cst.LeftParen, cst.RightParen, cst.Comma,
-)
+))
 _KEPT_NAMES = frozenset({"True", "False", "None"})
+
+
+class BodyTokens:
+    """Tokens collected node by node, so a walk the scanner makes anyway (python.describe_kernel)
+    also reads them: walking a kernel's body a second time cost more than hashing its shingles."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self._attrs: set[int] = set()  # the Name nodes that are an attribute's name
+
+    def add(self, n: cst.CSTNode) -> None:
+        """The next node of a pre-order walk."""
+        t = type(n)
+        if t in _FORMAT:
+            return
+        if t is cst.Name:
+            v = n.value
+            self.tokens.append(v if id(n) in self._attrs or v in _KEPT_NAMES else "$id")
+            return
+        if t is cst.Attribute:
+            self._attrs.add(id(n.attr))
+        self.tokens.append(t.__name__)
 
 
 def body_tokens(body: cst.CSTNode) -> list[str]:
     """Pre-order node kinds of `body`, with attribute names kept and other identifiers normalised."""
-    out: list[str] = []
-    attrs: set[int] = set()  # the Name nodes that are an attribute's name
+    acc = BodyTokens()
     for n in iter_subtree(body):
-        t = type(n)
-        if t in _FORMAT:
-            continue
-        if t is cst.Name:
-            v = n.value
-            out.append(v if id(n) in attrs or v in _KEPT_NAMES else "$id")
-            continue
-        if t is cst.Attribute:
-            attrs.add(id(n.attr))
-        out.append(t.__name__)
-    return out
+        acc.add(n)
+    return acc.tokens
