@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from . import nearcopy
 from .catalog import Catalog, Rule
 from .model import EFFORT_CLASSES, Estimate, Finding, Range, Task
 from .simulate import quantiles
@@ -59,6 +60,9 @@ SETUP_SHARE = 0.25  # a dynamic shape or unsupported op in code that runs once c
 # kernels of one op add VARIANT_SHARE of their size. Across ops, a team's kernel work follows Wright's
 # learning curve: each doubling of the kernels done makes the next one cost LEARNING (75 %) as much
 # (the NKI harness, tiling patterns and parity tests carry over from one kernel to the next).
+# A kernel named for no op yet whose body is a near-copy of a kernel already grouped (nearcopy.py:
+# estimated Jaccard of normalised token shingles >= nearcopy.THRESHOLD) is a copy of that kernel's op,
+# whatever its name: a copy per model family with its variables renamed and a few lines edited.
 VARIANT_SHARE = 0.35
 COPY_SHARE = 0.1  # the same op's kernel again in another file (a copy per model or backend)
 _BACKWARD = re.compile(r"(?i)bwd|backward|grad")
@@ -256,6 +260,7 @@ class _Planner:
         self.keep = keep  # costing a feature the user keeps: its libraries are ported, never switched off
         self.references = references
         self.units: dict[str, tuple[str, float]] = {}  # task id -> (unit rule id, kernel units) on the curve
+        self.copies: set[int] = set()  # Triton kernel findings grouped with an op by content, not name
         self.findings = findings
         self.assume_fixed = assume_fixed
         self.catalog = catalog
@@ -306,6 +311,7 @@ class _Planner:
 
     def group(self) -> None:
         triton_kernels: dict[tuple[str, str], str] = {}
+        kernels: list[int] = []  # Triton kernels on the learning curve, grouped by op after the loop
         op_tasks: dict[tuple[str, str, str], str] = {}  # (rule, path, function) -> its first op's task
         later: list[int] = []
         build_config: list[int] = []  # CMake CUDA settings outside any extension's build
@@ -334,12 +340,7 @@ class _Planner:
                 self.draft(tid, f"Switch to the PyTorch path beside the Triton kernels of `{f.path}`, validate, then optimise",
                            "triton", "switch-to-reference", path=f.path).idx.append(i)
             elif rule.costing == "triton-kernel" and f.kernel_facts.kernel:
-                name = f.kernel_facts.kernel
-                stem = op_stem(name, f.path)
-                tid = f"T-triton-{stem}"
-                triton_kernels[(f.path, name)] = tid
-                d = self.draft(tid, f"Rewrite Triton op `{stem}`", "triton", "rewrite-kernel", op=stem)
-                d.idx.append(i)
+                kernels.append(i)
             elif f.category == "triton" and rule.costing != "kernel":
                 later.append(i)
             elif f.category == "gpu-library" and self.built_here(f) is not None:
@@ -381,6 +382,7 @@ class _Planner:
         for d in self.drafts.values():
             if d.category == "gpu-library":
                 self.library_kind(d)
+        self.triton_ops(kernels, triton_kernels)
         for i in later:  # Triton autotune, launches and imports join their kernel's task
             f = self.findings[i]
             rule = self.rule(f)
@@ -394,6 +396,32 @@ class _Planner:
                 tid = "T-triton"
                 self.draft(tid, FAMILY_TITLES["triton"], "triton", "mechanical")
             self.drafts[tid].idx.append(i)
+
+    def triton_ops(self, idx: list[int], triton_kernels: dict[tuple[str, str], str]) -> None:
+        """One task per Triton op. A kernel joins the op its name says (op_stem), unless its body is a
+        near-copy of a kernel already grouped: then it joins that kernel's op whatever its name, as a
+        copy, or as its backward (or forward) where one is a backward and the other not (not when
+        either op has a PyTorch reference: that is a switch, not a port). Walked by path and line, so
+        the same tree groups the same way in any file order."""
+        grouped: list[tuple[frozenset[int], tuple[str, bool]]] = []  # sketches so far: (task, a backward?)
+        for i in sorted(idx, key=lambda i: (self.findings[i].path, self.findings[i].line, self.findings[i].kernel_facts.kernel)):
+            f = self.findings[i]
+            name = f.kernel_facts.kernel
+            stem = op_stem(name, f.path)
+            tid = f"T-triton-{stem}"
+            sketch = nearcopy.hashes(f.kernel_facts.fingerprint)
+            backward = bool(_BACKWARD.search(name))
+            if sketch and not has_reference(stem, self.references, [f.path]):
+                match = nearcopy.copy_of(sketch, grouped)
+                if match is not None:
+                    tid = match[0]
+                    if match[1] == backward:
+                        self.copies.add(i)
+            d = self.draft(tid, f"Rewrite Triton op `{stem}`", "triton", "rewrite-kernel", op=stem)
+            d.idx.append(i)
+            triton_kernels[(f.path, name)] = tid
+            if sketch and not has_reference(d.details["op"], self.references, [f.path]):
+                grouped.append((sketch, (tid, backward)))
 
     def library_kind(self, d: _Draft) -> None:
         """Swap (a Neuron equivalent exists: the catalog's swap numbers), rewrite, or gate. A library a
@@ -534,7 +562,7 @@ class _Planner:
                     if name not in exported:
                         exported.add(name)
                         kernels += 1
-                        ops.setdefault(op_stem(name, f.path), []).append((f.path, weight(f), name))
+                        ops.setdefault(op_stem(name, f.path), []).append((f.path, weight(f), name, False))
             elif self.cuda_file(f):
                 k = facts.kernels
                 if k:
@@ -544,7 +572,7 @@ class _Planner:
                     names = list(facts.kernel_names) or [PurePosixPath(f.path).stem] * k
                     for name in names[:k]:
                         ops.setdefault(op_stem(name, f.path), []).append(
-                            (f.path, weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC), name))
+                            (f.path, weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC), name, False))
                     backward = backward or facts.backward
                 else:
                     host.append(f)
@@ -594,24 +622,25 @@ class _Planner:
             f"; PyTorch reference for {', '.join(f'`{r}`' for r in referenced)}" if referenced else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
 
-    def op_units(self, ops: dict[str, list[tuple[str, float]]]) -> tuple[float, list[str]]:
+    def op_units(self, ops: dict[str, list[tuple[str, float, str, bool]]]) -> tuple[float, list[str]]:
         """Kernel units of the ops without a PyTorch reference, and the ops with one. An op's largest
         kernel counts whole; its backward and its other kernels in the same file (dtype variants)
-        VARIANT_SHARE each; its other kernels elsewhere (copies per model or backend) COPY_SHARE each."""
+        VARIANT_SHARE each; its other kernels elsewhere (copies per model or backend, and near-copies
+        by content, whatever their name) COPY_SHARE each. Sizes: (path, units, name, copy)."""
         units = 0.0
         referenced = []
         for op, sizes in sorted(ops.items()):
-            if has_reference(op, self.references, [p for p, _k, _n in sizes]):
+            if has_reference(op, self.references, [s[0] for s in sizes]):
                 referenced.append(op)
                 continue
             if not sizes:
                 continue
-            ordered = sorted(sizes, key=lambda ps: (-ps[1], ps[0], ps[2]))
-            home, _, home_name = ordered[0]
+            ordered = sorted(sizes, key=lambda s: (-s[1], s[0], s[2], s[3]))
+            home, _, home_name, _ = ordered[0]
             pair = bool(_BACKWARD.search(home_name))  # the largest is a backward: the rest pair with it
             units += ordered[0][1] + sum(
-                (VARIANT_SHARE if p == home or pair or _BACKWARD.search(n) else COPY_SHARE) * k
-                for p, k, n in ordered[1:])
+                (VARIANT_SHARE if p == home or (not copy and (pair or _BACKWARD.search(n))) else COPY_SHARE) * k
+                for p, k, n, copy in ordered[1:])
         return units, referenced
 
     def switch_cost(self, d: _Draft) -> Range:
@@ -627,8 +656,9 @@ class _Planner:
         import here; its kernel units on the learning curve, or its PyTorch reference."""
         parts: list[Range] = []
         rest: list[Finding] = []
-        sizes: list[float] = []
+        sizes: list[tuple[str, float, str, bool]] = []
         names: set[str] = set()
+        copies: set[str] = set()  # kernels in this op by content (near-copies), not by name
         paths: set[str] = set()
         unit_rule = ""  # the rule whose numbers one Triton kernel unit costs
         for i in d.idx:
@@ -640,8 +670,10 @@ class _Planner:
                 k = weight(f) * kernel_size(float(facts.lines), TRITON_REF_LINES)
                 if facts.atomics:
                     k *= ATOMICS_FACTOR
-                sizes.append((f.path, k, facts.kernel))
+                sizes.append((f.path, k, facts.kernel, i in self.copies))
                 names.add(facts.kernel)
+                if i in self.copies:
+                    copies.add(facts.kernel)
                 paths.add(f.path)
                 d.details["lines"] = d.details.get("lines", 0) + facts.lines
                 d.details["atomics"] = d.details.get("atomics", 0) + facts.atomics
@@ -662,10 +694,13 @@ class _Planner:
         elif units:
             self.units[d.id] = (unit_rule, units)
         d.details.update(kernels=sorted(names), files=len(paths))
+        if copies:
+            d.details["near_copies"] = sorted(copies)
         where = ", ".join(sorted(paths)[:2]) + (" …" if len(paths) > 2 else "")
         n = len(names)
+        folded = f", {len(copies)} of them near-copies by content" if copies else ""
         verb = "Switch Triton op" if referenced else "Rewrite Triton op"
-        d.title = f"{verb} `{op}` ({n} kernel{'s' if n != 1 else ''} in {where})" + (
+        d.title = f"{verb} `{op}` ({n} kernel{'s' if n != 1 else ''} in {where}{folded})" + (
             ("; PyTorch has the op" if core_op(op) and op not in self.references else
              "; PyTorch reference in the repository") if referenced else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)

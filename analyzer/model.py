@@ -139,6 +139,7 @@ class KernelFacts:
     kernel_names: tuple[str, ...] = ()
     pytorch_path: bool = False  # a setting picks this kernel; a PyTorch path sits beside it
     prebuilt: bool = False  # a compiled library with no source: kernel_names are its exported functions
+    fingerprint: str = ""  # Triton kernel: a sketch of its body's shingles, to find near-copies (nearcopy.py)
 
     @classmethod
     def of(cls, details: dict[str, Any]) -> "KernelFacts":
@@ -155,6 +156,7 @@ class KernelFacts:
             kernel_names=tuple(str(n) for n in details.get("kernel_names") or ()),
             pytorch_path=bool(details.get("pytorch_path")),
             prebuilt=bool(details.get("prebuilt")),
+            fingerprint=str(details.get("fingerprint") or ""),
         )
 
 

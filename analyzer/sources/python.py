@@ -15,10 +15,12 @@ from typing import Any
 
 import libcst as cst
 
+from .. import nearcopy
 from ..catalog import ArgCond, Match, Rule
 from .conditions import Conditions, bare_ok
 from .cstwalk import Walker, iter_subtree
 from .guards import COMPAT, Guards
+from .kerneltokens import BodyTokens
 from .imports import absolute
 from .matchers import MATCHERS, Matcher
 from .probes import ProbeSites, sets_tuning_variable
@@ -429,7 +431,10 @@ class PythonScanner(Walker):
         """Size and shape of a Triton kernel, inputs to its porting cost."""
         atomics = 0
         tl_ops = 0
+        tokens = BodyTokens() if any(hit.rule.costing == "triton-kernel" for hit in hits) else None
         for n in iter_subtree(node.body):
+            if tokens is not None:
+                tokens.add(n)
             if type(n) is cst.Call:
                 parts = dotted_parts(n.func)
                 if parts and len(parts) >= 2:
@@ -439,6 +444,7 @@ class PythonScanner(Walker):
                         if parts[-1].startswith("atomic_"):
                             atomics += 1
         name = node.name.value.lower()
+        fingerprint = nearcopy.fingerprint(tokens.tokens) if tokens is not None else ""
         for hit in hits:
             hit.details.update(
                 lines=end - start + 1,
@@ -446,6 +452,8 @@ class PythonScanner(Walker):
                 atomics=atomics,
                 backward=bool(re.search(r"bwd|backward|grad", name)),
             )
+            if hit.rule.costing == "triton-kernel":  # the kernel's own finding: effort.py folds near-copies by it
+                hit.details["fingerprint"] = fingerprint
 
     def enter_param(self, node: cst.Param, line: int) -> None:
         self.nonref.add(id(node.name))
