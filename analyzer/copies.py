@@ -1,12 +1,14 @@
-"""Byte-identical copies of a file are one port.
+"""Identical copies of a native source file are one port.
 
-Source distributions and monorepos ship some trees twice (DeepSpeed's sdist holds `csrc/` and
-`deepspeed/ops/csrc/`, 172 identical files; a vendored helper copied into two packages). Porting
-the file once ports every copy, so the findings of one copy carry the work and the others are
-listed off the path with the copy they repeat: nothing is lost, nothing is counted twice. Files
-are compared by the digest of their text (sources/__init__.scan_file records it for files with
-findings); the copy kept is the one whose findings reach furthest into the training job (the most
-must-port findings), then the first path.
+Source distributions ship some native trees twice (DeepSpeed's sdist holds `csrc/` and
+`deepspeed/ops/csrc/`, 172 identical files). Porting a kernel or header once ports every copy, so
+the findings of one copy carry the work and the others are listed off the path with the copy they
+repeat: nothing is lost, nothing is counted twice. Files are compared by the digest of their text,
+which sources/__init__.scan_file records for C/C++/CUDA and CMake files with findings (Python
+modules are left alone: two identical modules are two imports a trainer may make, and test trees
+repeat small files on purpose). Findings a copy already has off the path (a test folder, vendored
+code) keep their own reason. The copy kept is the one whose findings reach furthest into the
+training job (the most must-port findings), then the first path.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections import defaultdict
 from .model import Finding
 
 _RANK = {"step": 0, "host": 1, "opt-in": 2, "evaluation": 3, "neuron-native": 4, "off-path": 5}
+_KEEP = frozenset({"off-path", "neuron-native"})
 
 
 def mark_copies(findings: list[Finding], digests: dict[str, str]) -> int:
@@ -40,6 +43,8 @@ def mark_copies(findings: list[Finding], digests: dict[str, str]) -> int:
             if path == kept:
                 continue
             for f in by_path[path]:
+                if f.context in _KEEP:
+                    continue  # already not counted, with a reason of its own (a test, vendored code)
                 f.context, f.gate = "off-path", None
                 f.details.pop("feature", None)
                 f.details["copy_of"] = kept

@@ -49,27 +49,15 @@ def test_a_copy_that_differs_by_one_byte_is_its_own_file(tmp_path):
     assert not any(f.details.get("copy_of") for f in report.off_path)
 
 
-def test_the_copy_on_the_training_path_is_the_one_kept(tmp_path):
-    # The same module in a package the trainer imports and in an unused folder: the trainer's copy
-    # keeps its must-port finding, whatever the paths' order.
+def test_python_modules_and_copies_in_test_folders_keep_their_own_answer(tmp_path):
+    # Two identical Python modules are two imports; a copy under tests/ is off the path as a test.
     module = "import torch\ndef step(x):\n    return x.cuda()\n"
-    root = tree(tmp_path, {
-        "zpkg/__init__.py": "", "zpkg/util.py": module,
-        "apkg/__init__.py": "", "apkg/util.py": module,
-        "train.py": """\
-            import torch
-            from zpkg.util import step
-            def main():
-                opt = torch.optim.SGD([], lr=0.1)
-                step(torch.zeros(2)).sum().backward()
-                opt.step()
-            if __name__ == "__main__":
-                main()
-            """,
-    })
-    report = scan(root)
-    assert [(f.path, f.context) for f in report.findings if f.path.endswith("util.py")] == [("zpkg/util.py", "step")]
-    assert all(f.details.get("copy_of") in (None, "zpkg/util.py") for f in report.off_path if f.path == "apkg/util.py")
+    report = scan(tree(tmp_path, {"apkg/__init__.py": "", "apkg/util.py": module, "zpkg/__init__.py": "",
+                                  "zpkg/util.py": module, "csrc/scale.cu": KERNEL, "tests/scale.cu": KERNEL,
+                                  "setup.py": setup("csrc/scale.cu")}))
+    assert {f.path for f in report.findings if f.path.endswith("util.py")} == {"apkg/util.py", "zpkg/util.py"}
+    tests = [f for f in report.off_path if f.path == "tests/scale.cu"]
+    assert tests and not any(f.details.get("copy_of") for f in tests)
 
 
 def test_copies_keep_the_report_deterministic(tmp_path):

@@ -661,7 +661,7 @@ def scan_file(job: FileJob, ctx: ScanContext, data: bytes | None = None) -> File
         else:
             text = read_text(job, ctx.max_file_size, data)
             _HANDLERS[job.kind](job, text, ctx, result)
-            if result.findings:  # byte-identical copies of a file are one port (copies.py)
+            if result.findings and job.kind in ("native", "cmake"):  # copied native trees are one port (copies.py)
                 result.facts["digest"] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
     except _Skip as s:
         result.diagnostics.append(Diagnostic(job.rel, s.kind, s.message, s.line))
