@@ -57,5 +57,13 @@ def guarded_only_imports(tree: ast.Module, module_name: str, is_package: bool) -
             stack.extend((s, under) for s in node.orelse + node.finalbody)
             stack.extend((s, under) for h in node.handlers for s in h.body)
             continue
-        stack.extend((c, under) for c in ast.iter_child_nodes(node))
+        # imports are statements: descend through statement blocks only, never into expressions
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if type(block) is list:
+                stack.extend((s, under) for s in block)
+        for h in getattr(node, "handlers", ()):
+            stack.extend((s, under) for s in h.body)
+        for case in getattr(node, "cases", ()):
+            stack.extend((s, under) for s in case.body)
     return sorted(guarded - plain)
