@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 
 from .compilefacts import compile_sites
 from .imports import absolute
@@ -455,7 +456,7 @@ class _Walk:
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
         check (`if is_torch_xla_available():`, `if HAS_XLA:`) nor the `__main__` guard."""
-        names = [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
+        names = _test_names(test)
         if not names or "__name__" in names or "TYPE_CHECKING" in names:
             return False
         return not any(CAPABILITY.search(n) for n in names)
@@ -687,8 +688,7 @@ class _Walk:
         neither raises nor exits); None when the test is no capability check or has no alternative."""
         test = node.test
         negated = type(test) is ast.UnaryOp and type(test.op) is ast.Not
-        names = [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
-        if not any(CAPABILITY.search(n) for n in names):
+        if not capability_test(test):
             return None
         if not node.orelse or _gives_up(node.orelse) or _gives_up(node.body):
             return None
@@ -953,6 +953,16 @@ def _has_config(c: list) -> bool:
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
 
+def _test_names(test: ast.AST) -> list[str]:
+    """The names and attribute names a condition reads (`is_triton_available`, `tpu` of `self.tpu`)."""
+    return [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
+
+
+def capability_test(test: ast.AST) -> bool:
+    """A test that asks what is installed or available (`HAS_TRITON`, `is_bnb_available()`, `x.is_cuda`)."""
+    return any(CAPABILITY.search(n) for n in _test_names(test))
+
+
 def _option_only(c: list) -> bool:
     """A condition on options alone (parameters, configuration, environment): no module flag, whose
     value may stand for an installed library, and no `self.training`."""
@@ -974,7 +984,7 @@ _FLAG_PARAM = re.compile(r"(?i)^(use|enable|with|fused?|apply)_\w+|_(kernel|impl
 _RUN_STATE_PARAM = re.compile(r"(?i)^(training|train|is_training|requires_grad|mode)$")
 
 
-def _option_params(node: ast.FunctionDef, rebound: set[str] = frozenset()) -> dict[str, object]:
+def _option_params(node: ast.FunctionDef, rebound: Collection[str] = frozenset()) -> dict[str, object]:
     """Parameters whose literal default is a setting a user turns on: any name with a default of
     False, 0, or a string, and a switch-like name (`use_*`, `*_impl`, `backend`) with any literal
     default. A None default on another name is an optional input (`mask=None`, `labels=None`: a
@@ -1041,7 +1051,7 @@ def _init_attributes(node: ast.ClassDef) -> dict[str, list]:
         elif (type(value) is ast.Compare and len(value.ops) == 1 and type(value.ops[0]) in (ast.Is, ast.IsNot)
               and type(value.left) is ast.Name and _literal(value.comparators[0]) is None):
             name = value.left.id
-            default = _param_default(init, name)
+            default = _default_of_param(init, name)
             if default is not ... and not _RUN_STATE_PARAM.match(name):
                 got = [name, (default is None) == (type(value.ops[0]) is ast.Is), default]  # callers pass `default`
         if key in seen:
@@ -1052,7 +1062,7 @@ def _init_attributes(node: ast.ClassDef) -> dict[str, list]:
     return out
 
 
-def _param_default(node: ast.FunctionDef, name: str):
+def _default_of_param(node: ast.FunctionDef, name: str):
     return next((v for n, v in _all_param_defaults(node) if n == name), ...)
 
 

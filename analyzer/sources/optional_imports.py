@@ -13,15 +13,10 @@ from __future__ import annotations
 import ast
 
 from .codefacts import _gives_up  # a block that raises, asserts or exits: an error message, not a way on
+from .codefacts import capability_test
 from .imports import absolute
-from .pyindex import CAPABILITY
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-
-
-def _capability_test(test: ast.expr) -> bool:
-    return any(CAPABILITY.search(n.id if type(n) is ast.Name else n.attr)
-               for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute))
 
 
 def _import_guard(node: ast.Try) -> bool:
@@ -49,7 +44,7 @@ def guarded_only_imports(tree: ast.Module, module_name: str, is_package: bool) -
                 mods = ([base] if node.module else []) + [f"{base}.{a.name}" for a in node.names if base and a.name != "*"]
             (guarded if under else plain).update(m for m in mods if m)
             continue
-        if t is ast.If and _capability_test(node.test) and not (_gives_up(node.body) or _gives_up(node.orelse)):
+        if t is ast.If and capability_test(node.test) and not (_gives_up(node.body) or _gives_up(node.orelse)):
             stack.extend((s, True) for s in node.body + node.orelse)
             continue
         if t is ast.Try and _import_guard(node):
