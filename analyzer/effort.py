@@ -252,13 +252,14 @@ class _Draft:
 class _Planner:
     def __init__(self, findings: list[Finding], catalog: Catalog, reach: "Reach | None", keep: bool = False,
                  references: frozenset[str] = frozenset(), target: str = "", compiled: bool = True,
-                 assume_fixed: bool = False) -> None:
+                 assume_fixed: bool = False, cpu_twins: frozenset[str] = frozenset()) -> None:
         self.target = target
         self.compiled = compiled
         # rules with a finding in code torch.compile compiles (compile_scope.py): no CPU fallback there
         self.compiled_rules = {f.rule for f in findings if f.details.get("compiled")}
         self.keep = keep  # costing a feature the user keeps: its libraries are ported, never switched off
         self.references = references
+        self.cpu_twins = cpu_twins  # CUDA sources with a CPU implementation of their op (cpu_twins.py)
         self.units: dict[str, tuple[str, float]] = {}  # task id -> (unit rule id, kernel units) on the curve
         self.copies: set[int] = set()  # Triton kernel findings grouped with an op by content, not name
         self.findings = findings
@@ -583,10 +584,16 @@ class _Planner:
             else:
                 rest.append(i)
         kernel_findings = [self.findings[i] for i in d.idx if self.costing(self.findings[i]) in CUDA_FILE]
+        hosted: list[str] = []
         if kernel_findings and all(f.kernel_facts.pytorch_path for f in kernel_findings):
             units, referenced = 0.0, ["<the PyTorch path beside it>"]  # one switch turns the whole extension off
         else:
-            units, referenced = self.op_units(ops)
+            # Ops the extension also builds for the CPU run on the host: one switch for all of them.
+            hosted = sorted(op for op, sizes in ops.items() if sizes and all(s[0] in self.cpu_twins for s in sizes))
+            units, referenced = self.op_units({op: s for op, s in ops.items() if op not in hosted})
+            if hosted:
+                d.details["cpu_ops"] = hosted
+                referenced = referenced + ["<the extension's CPU build>"]
         dropped = bool(referenced) and not units and d.kind != "rewrite-program"  # switched off: nothing to build
         if d.kind == "rewrite-program":
             parts.append(PROGRAM_REWRITE)  # the model and loop in PyTorch; its build is replaced, not ported
@@ -618,8 +625,10 @@ class _Planner:
         if d.kind == "rewrite-program":
             d.title = f"Rewrite CUDA training program `{d.details['extension'][8:].split('@')[0]}` in PyTorch ({what})"
             return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
+        named = [r for r in referenced if not r.startswith("<the extension's CPU")]
         d.title = f"{verb} `{d.details['extension']}` ({what})" + (
-            f"; PyTorch reference for {', '.join(f'`{r}`' for r in referenced)}" if referenced else "")
+            f"; PyTorch reference for {', '.join(f'`{r}`' for r in named)}" if named else "") + (
+            f"; CPU implementation of {len(hosted)} op{'s' if len(hosted) != 1 else ''} in the extension" if hosted else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
 
     def op_units(self, ops: dict[str, list[tuple[str, float, str, bool]]]) -> tuple[float, list[str]]:
@@ -785,10 +794,11 @@ def op_name(f: Finding) -> str:
 
 def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = None,
              keep: bool = False, references: frozenset[str] = frozenset(), target: str = "",
-             compiled: bool = True, assume_fixed: bool = False) -> tuple[list[Task], Estimate]:
+             compiled: bool = True, assume_fixed: bool = False,
+             cpu_twins: frozenset[str] = frozenset()) -> tuple[list[Task], Estimate]:
     """Tasks and the estimate for the findings on the training path (indices refer to `findings`).
     `keep`: an opt-in feature costed as kept on Trainium (a library it uses is ported, not gated)."""
-    planner = _Planner(findings, catalog, reach, keep, references, target, compiled, assume_fixed)
+    planner = _Planner(findings, catalog, reach, keep, references, target, compiled, assume_fixed, cpu_twins)
     planner.group()
     planner.cost()
     tasks = planner.tasks()

@@ -14,6 +14,7 @@ from . import compile_scope, context as context_mod
 from .effort import estimate, reference_stems
 from .model import Diagnostic, Finding, Part, Report
 from .copies import mark_copies
+from .cpu_twins import cpu_twins
 from .reach import FileInfo, Reach, analyse
 from .sources import FileResult
 from .timebound import ENV_REACH_TIMEOUT, TimeBoundExceeded, reach_timeout, time_bound
@@ -36,7 +37,7 @@ _CONTEXT_REASON = {
 
 
 def _parts(off_path: list[Finding], catalog: Catalog, reach, references, target: str,
-           compiled: bool) -> tuple[list[Part], Part | None]:
+           compiled: bool, twins: frozenset[str] = frozenset()) -> tuple[list[Part], Part | None]:
     """The opt-in features and the evaluation path, each costed on its own."""
     features: dict[str, list[int]] = {}
     gates: dict[str, str] = {}
@@ -53,7 +54,7 @@ def _parts(off_path: list[Finding], catalog: Catalog, reach, references, target:
         # Kernels for another accelerator are not a Trainium port: listed, never costed.
         chosen = [] if gate.startswith("only on ") else [off_path[i] for i in idx]
         tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation", references=references,
-                              target=target, compiled=compiled)
+                              target=target, compiled=compiled, cpu_twins=twins)
         for t in tasks:  # task findings index the part's own list; report them as off_path indices
             t.findings = [idx[j] for j in t.findings]
         return Part(name, gate, idx, tasks, est)
@@ -130,8 +131,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     # as compiled (compile_scope.py); a compile call the scan cannot place makes the whole step count
     # as compiled (a library's own compile helpers say nothing about how its users train).
     compiled = bool(unplaced_compiles)
+    twins = cpu_twins(r.rel for r in results)
     tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled,
-                          assume_fixed=settings.assume_fixed)
+                          assume_fixed=settings.assume_fixed, cpu_twins=twins)
     analysed = sum(1 for r in results if analysed_file(r))
     if not analysed:
         est.score = None  # no all-clear for a scan that read no code
@@ -148,7 +150,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         suppressed=sum(r.suppressed for r in results),
         files_analysed=analysed,
     )
-    report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references, settings.target, compiled)
+    report.opt_in, report.evaluation = _parts(off_path, catalog, reach, references, settings.target, compiled, twins)
     if include:
         report.extra["included_opt_in"] = sorted(included)
     if settings.target_from and settings.target_from != "--target":
