@@ -27,3 +27,18 @@ def test_label_file_covers_the_groups_issue_11_asks_for():
     assert {"mainstream-trainer", "fine-tuning", "research-optional-kernels", "kernel-collection"} <= set(groups)
     assert all(len(r["rationale"].split(". ")) >= 2 for r in repos)
     assert all(r.get("sha256") for r in repos if r["source"].startswith(("pypi:", "debian:")))
+
+
+def test_the_held_out_set_is_disjoint_from_the_calibration_set_and_pinned():
+    sys.path.insert(0, str(RENDER.parent))
+    try:
+        from render_calibration_labels import load
+    finally:
+        sys.path.pop(0)
+    labels = load()["repo"]
+    held = load(REPO / "docs" / "calibration" / "holdout.toml")["repo"]
+    assert len(held) >= 8
+    name = lambda r: r["source"].split(":", 1)[1].split("==")[0].split("@")[0].lower()  # noqa: E731
+    assert not {r["id"] for r in held} & {r["id"] for r in labels}
+    assert not {name(r) for r in held} & {name(r) for r in labels}  # no other version of a calibrated package
+    assert all(r.get("sha256") and r["source"].startswith("pypi:") for r in held)
