@@ -36,7 +36,8 @@ TRACE_EVENTS = ("graph-break", "data-dependent-branch", "trace-error")
 # learning curve on this rule's numbers; "cuda-host" the host C++ files of an extension; "triton-kernel"
 # a @triton.jit kernel, on the Triton learning curve; "triton-autotune" and "triton-launch" join their
 # kernel's task; "kernel" every finding is a kernel of its own (inline CUDA, CuPy, Numba, other DSLs).
-COSTINGS = ("catalog", "cuda-kernel", "cuda-host", "triton-kernel", "triton-autotune", "triton-launch", "kernel")
+COSTINGS = ("catalog", "cuda-kernel", "cuda-host", "triton-kernel", "triton-autotune", "triton-launch", "kernel",
+            "load-library")
 # Categories where a guarded import or a kernel path with a PyTorch path beside it is a fallback.
 FALLBACK_CATEGORIES = ("custom-cuda", "triton", "gpu-library")
 

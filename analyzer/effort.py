@@ -316,6 +316,7 @@ class _Planner:
         op_tasks: dict[tuple[str, str, str], str] = {}  # (rule, path, function) -> its first op's task
         later: list[int] = []
         build_config: list[int] = []  # CMake CUDA settings outside any extension's build
+        loads: list[int] = []  # compiled libraries loaded at run time (torch.ops.load_library)
         for i, f in enumerate(self.findings):
             rule = self.rule(f)
             if rule is None:
@@ -369,6 +370,8 @@ class _Planner:
                            f.category, "rewrite-kernel").idx.append(i)
             elif self.cmake_build(f):
                 build_config.append(i)
+            elif rule.costing == "load-library":
+                loads.append(i)
             else:
                 self.draft(f"T-rule-{rule.id}", rule.title, f.category, "rework").idx.append(i)
         # CUDA build settings no target claims, in the tree of a program rewritten in PyTorch (under the
@@ -379,6 +382,14 @@ class _Planner:
             f = self.findings[i]
             tid = next((t for folder, t in reversed(programs)
                         if folder == "." or f.path.startswith(folder + "/")), f"T-rule-{f.rule}")
+            self.draft(tid, self.rule(f).title, f.category, "rework").idx.append(i)
+        # A package that builds one extension and loads a compiled library at run time loads that
+        # extension (torch-scatter's __init__ loads its own _scatter_cuda.so): the load is part of its
+        # port, not a second one. With no extension, or several, the load is a task of its own.
+        built = [d.id for d in self.drafts.values() if d.kind == "port-extension"]
+        for i in loads:
+            f = self.findings[i]
+            tid = built[0] if len(built) == 1 else f"T-rule-{f.rule}"
             self.draft(tid, self.rule(f).title, f.category, "rework").idx.append(i)
         for d in self.drafts.values():
             if d.category == "gpu-library":
@@ -580,6 +591,8 @@ class _Planner:
             elif (self.reach is not None and self.reach.build_site(f.path, f.line, self.builds(f)) is not None) or (
                     d.kind == "rewrite-program" and self.cmake_build(f)):
                 build_rules.append(rule)
+                files.discard(f.path)
+            elif rule.costing == "load-library":  # loading the extension it builds: part of its port
                 files.discard(f.path)
             else:
                 rest.append(i)

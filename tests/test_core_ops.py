@@ -118,3 +118,31 @@ def test_the_repositorys_own_extension_under_an_import_guard_is_not_an_optional_
     imports = [f for f in report["findings"] + report["off_path"] if f["path"] == "flash_attn/__init__.py"]
     assert imports and all(f["context"] == "step" for f in imports)  # its port is this repository's work
 
+
+
+LOADER = """\
+    import importlib.machinery
+    import os.path as osp
+    import torch
+    spec = importlib.machinery.PathFinder().find_spec("_scatter_cuda", [osp.dirname(__file__)])
+    torch.ops.load_library(spec.origin)
+"""
+
+
+def test_a_package_loading_the_one_extension_it_builds_is_part_of_that_port(tmp_path):
+    plain = json.loads(run_cli("scan", str(_tree(tmp_path / "plain")), "--isolated", "--format", "json").out)
+    root = _tree(tmp_path / "loads")
+    tree(root, {"scatterlib/__init__.py": LOADER})
+    report = json.loads(run_cli("scan", str(root), "--isolated", "--format", "json").out)
+    (ext,) = [t for t in report["tasks"] if t["id"].startswith("T-ext-")]
+    loads = [i for i, f in enumerate(report["findings"]) if f["rule"] == "NR1714"]
+    assert loads and set(loads) <= set(ext["findings"])
+    assert not any(t["id"] == "T-rule-NR1714" for t in report["tasks"])
+    (before,) = [t for t in plain["tasks"] if t["id"].startswith("T-ext-")]
+    assert ext["person_days"] == before["person_days"]  # loading it adds no second port
+
+
+def test_a_library_loaded_where_nothing_is_built_is_a_task_of_its_own(tmp_path):
+    root = tree(tmp_path, {"pkg/__init__.py": LOADER})
+    report = json.loads(run_cli("scan", str(root), "--isolated", "--format", "json").out)
+    assert [t["id"] for t in report["tasks"] if "NR1714" in t["rules"]] == ["T-rule-NR1714"]
