@@ -928,3 +928,25 @@ def test_an_xla_mode_behind_a_setting_leaves_the_cuda_default_to_port(tmp_path):
     assert got[("trainer.py", 14)] == "neuron-native"  # the XLA mode's own function
     assert got[("ported.py", 4)] == "neuron-native"  # a file that imports torch_xla in its module code
     assert got[("probe.py", 7)] == "neuron-native"  # a capability import: XLA whenever it is installed
+
+
+def test_a_local_holding_a_cuda_check_is_a_cuda_check(tmp_path):
+    root = tree(tmp_path, {"train.py": """\
+        import torch
+
+        def step(model, q, k, opt):
+            any_cuda = any(t.is_cuda for t in (q, k))
+            every_cuda = all([t.is_cuda for t in (q, k)])
+            if any_cuda:
+                torch.cuda.synchronize()
+            if every_cuda and model is not None:
+                torch.cuda.empty_cache()
+            loss = model(q).sum()
+            loss.backward()
+            opt.step()
+
+        if __name__ == "__main__":
+            step(None, torch.ones(1), torch.ones(1), None)
+        """})
+    got = {f.line: f.context for f in scan(root).findings + scan(root).off_path}
+    assert got[7] == "opt-in" and got[9] == "opt-in"  # skipped on Trainium, like `if q.is_cuda:`

@@ -332,6 +332,7 @@ class _Walk:
         self.config_class = False  # inside a dataclass-like configuration class
         self.in_try = 0  # module-level statements under try: capability checks, not configuration
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
+        self.cuda_locals: frozenset[str] = frozenset()  # locals holding a CUDA check in this function
         self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
 
@@ -433,9 +434,10 @@ class _Walk:
             fx.decorated.append([node.decorator_list[0].lineno, node.lineno, name])
         markers = self.markers(node, kind)
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
-        saved = (self.scope, self.region, self.params, self.nest)
+        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals)
         self.scope, self.region, self.nest = name, -1, 0
         inner, rebound = _statement_names(node)
+        self.cuda_locals = _cuda_locals(node.body, rebound)
         self.params = {**(self.attrs if self.cls is not None else {}), **_option_params(node, rebound)}
         self.params.update(_local_aliases(node.body, self.params, rebound))
         self.nested.append((name, inner))
@@ -451,7 +453,7 @@ class _Walk:
                 fx.options.append([pname, value, node.lineno])
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
-        self.scope, self.region, self.params, self.nest = saved
+        self.scope, self.region, self.params, self.nest, self.cuda_locals = saved
 
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
@@ -653,7 +655,7 @@ class _Walk:
         # `if use_triton: kernel(x) else: torch_path(x)`: what the kernel branch calls has a PyTorch path
         # beside it (a fallback, followed across calls by context.py), switch or not.
         kernel_branch = self.capability_guard(node)
-        cuda = cuda_check(test)
+        cuda = cuda_check(test, self.cuda_locals)
         # `if torch.cuda.is_available(): ... else: raise NotImplementedError`: CUDA is required, so the
         # CUDA branch is the only path and never skipped (the device check itself still reads it)
         cuda_only = cuda if cuda and not _gives_up(node.orelse if cuda == "body" else node.body) else None
@@ -1091,20 +1093,39 @@ def _names_nccl(node: ast.AST) -> bool:
     return _literal(node) == "nccl"
 
 
-def cuda_check(test: ast.AST) -> str | None:
+def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int]) -> frozenset[str]:
+    """Locals assigned once, at a function's top level, from a CUDA check
+    (`any_cuda = any(t.is_cuda for t in (q, k, v))`): testing the local tests the device."""
+    out = set()
+    for st in stmts:
+        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
+            name = st.targets[0].id
+            if assigned.get(name) == 1 and cuda_check(st.value) == "body":
+                out.add(name)
+    return frozenset(out)
+
+
+def cuda_check(test: ast.AST, cuda_locals: Collection[str] = ()) -> str | None:
     """"body" when an `if` test holds only on a CUDA device (`x.is_cuda`, `torch.cuda.is_available()`,
     any value compared with "cuda" (`x.device.type == "cuda"`, `device_type == "cuda"`),
     `"cuda" in str(device)`, `str(device).startswith("cuda")`, a process group on NCCL, CUDA's own
     backend (`backend == "nccl"`, `dist.get_backend() == "nccl"`), or a conjunction with one),
     "else" for its negation; None otherwise. On Trainium that branch is skipped."""
     t = type(test)
+    if t is ast.Name and test.id in cuda_locals:
+        return "body"
     if t is ast.UnaryOp and type(test.op) is ast.Not:
-        inner = cuda_check(test.operand)
+        inner = cuda_check(test.operand, cuda_locals)
         return {"body": "else", "else": "body"}.get(inner or "")
     if t is ast.BoolOp and type(test.op) is ast.And:
-        return "body" if any(cuda_check(v) == "body" for v in test.values) else None
+        return "body" if any(cuda_check(v, cuda_locals) == "body" for v in test.values) else None
     if t is ast.Attribute and test.attr == "is_cuda":
         return "body"
+    if t is ast.Call and type(test.func) is ast.Name and test.func.id in ("any", "all") and len(test.args) == 1:
+        # `any(t.is_cuda for t in tensors)`: some (or every) input is on a CUDA device
+        arg = test.args[0]
+        elt = arg.elt if type(arg) in (ast.GeneratorExp, ast.ListComp) else None
+        return "body" if elt is not None and cuda_check(elt, cuda_locals) == "body" else None
     if t is ast.Call:
         parts = _chain(test.func) or []
         if type(test.func) is ast.Attribute and test.func.attr == "startswith" and len(test.args) == 1:
