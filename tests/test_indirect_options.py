@@ -266,3 +266,15 @@ def test_a_helper_predicate_true_by_default_or_unreadable_leaves_no_gate(tmp_pat
     got = _contexts(tree(tmp_path, files))
     assert got[("builder.py", 12)][0] == "step"  # packing defaults to 'flex'
     assert got[("masked.py", 5)][0] == "step"  # masked_lm's default cannot be read
+
+
+def test_facts_read_a_predicate_s_guards_and_return_over_its_parameter():
+    import ast
+
+    from neuron_ready.sources.codefacts import predicate
+
+    fn = ast.parse(HELPER["support.py"].replace("\n        ", "\n").strip()).body[1]
+    assert predicate(fn) == [["cfg"], ["ifx", ["cmp", "Is", ["arg", 0, "masked_lm"], ["lit", None]], ["lit", False],
+                                       ["not", ["?"]]]]
+    loop = ast.parse("def busy(cfg):\n    for _ in range(2):\n        pass\n    return cfg.packing\n").body[0]
+    assert predicate(loop) is None

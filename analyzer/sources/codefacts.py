@@ -485,7 +485,7 @@ class _Walk:
                     fx.registrations.append([parts[0], _literal(d.args[0]), "l:" + name, ""])
         markers = self.markers(node, kind)
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
-        if not self.scope and (pred := predicate(node)) is not None and _has_config(pred[1]):
+        if not self.scope and (pred := predicate(node)) is not None and _reads_setting(pred[1]):
             fx.predicates[f"{fx.module_name}.{name}"] = pred
         saved = (self.scope, self.region, self.params, self.nest)
         self.scope, self.region, self.nest = name, -1, 0
@@ -978,6 +978,13 @@ def predicate(node: ast.FunctionDef) -> list | None:
     for test, value in reversed(guards):
         out = ["ifx", conv.cond(test), conv.cond(value), out]
     return [params, out]
+
+
+def _reads_setting(c: list) -> bool:
+    """Whether a predicate's condition reads a setting of a parameter (["arg", i, "x"])."""
+    if c[:1] == ["arg"]:
+        return c[2] is not None
+    return any(_reads_setting(x) for x in c[1:] if type(x) is list and x and type(x[0]) is str)
 
 
 class _PredicateReader:
