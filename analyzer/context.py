@@ -117,8 +117,22 @@ class Defaults:
         files: dict[str, list] = {}
         self.flags: dict[tuple[str, str], list] = {}
         self.passed: dict[str, list] = {}
+        self.registry_keys: dict[str, set] = {}  # registry name -> the keys `.register("key", ...)` gives it
+        self.registry_tests: dict[str, set] = {}  # registry name -> settings tested for membership in it
+        self.attributes: dict[str, list] = {}  # instance attribute -> what the project's classes set it to
+        self.predicates: dict[str, list] = {}  # function name -> [(qualified name, predicate)] (codefacts.predicate)
         for info in infos:
             code = info.facts.get("code") or {}
+            for attr, entries in (code.get("attributes") or {}).items():
+                have = self.attributes.setdefault(attr, [])
+                have.extend(e for e in entries if e not in have)
+            for name, pred in (code.get("predicates") or {}).items():
+                self.predicates.setdefault(name.rsplit(".", 1)[-1], []).append((name, pred))
+            for registry, key, *_rest in code.get("registrations", ()):
+                self.registry_keys.setdefault(registry, set()).add(key)
+            for region in code.get("regions", ()):
+                for registry, setting in _membership_tests(region[2]):
+                    self.registry_tests.setdefault(registry, set()).add(setting)
             for name, value, _line in code.get("options", ()):
                 values.setdefault(name, []).append(value)
             for key, value, _line in info.facts.get("values", ()):  # YAML/JSON/TOML configuration files
@@ -154,6 +168,47 @@ class Defaults:
         if v is UNKNOWN:
             v = self.options.get(name.lstrip("_"), fallback)
         return v
+
+    def predicate_body(self, cond: list) -> list | None:
+        """A call of a helper predicate (`is_native_diffusion(cfg)`) as its body's condition with the
+        call's arguments in place of its parameters (one level: a predicate's own calls are unknown);
+        None when the function is no predicate of the project or its name is ambiguous."""
+        q, args = cond[1], cond[2]
+        found = self.predicates.get(q.rsplit(".", 1)[-1], [])
+        exact = [p for name, p in found if name == q or name.endswith("." + q) or q.endswith("." + name)]
+        pred = exact[0] if len(exact) == 1 else found[0][1] if len(found) == 1 else None
+        return None if pred is None else _substitute(pred[1], args)
+
+    def attribute(self, name: str, depth: int = 0):
+        """Another object's attribute (`self.net.looped`): the value every class of the project that
+        sets it gives it by default (`self.looped = looped`, `looped=False`); UNKNOWN when one sets it
+        from anything else, they disagree, or a caller turns the keyword on."""
+        values = []
+        for entry in self.attributes.get(name, ()):
+            if entry is None or not self.passes_default(entry[0], entry[-1], depth):
+                return UNKNOWN
+            values.append(entry[1])
+        return values[0] if values and all(_same(values[0], v) for v in values) else UNKNOWN
+
+    def registry_choice(self, registry: str) -> tuple[str, object] | None:
+        """(setting, default) that picks a registry's entry: the one setting the project tests for
+        membership in it (`cfg['ffn_type'] in ffns_with_megablocks`), else the one option whose default
+        is one of its keys (`ffn_type` defaults to 'mptmlp', registered in `ffns`); None when unknown."""
+        keys = self.registry_keys.get(registry, ())
+        settings = sorted(self.registry_tests.get(registry, ()))
+        if not settings:
+            settings = sorted(k for k, v in self.options.items() if type(v) is str and v in keys)
+        if len(settings) != 1:
+            return None
+        value = self.option(settings[0])
+        return None if value is UNKNOWN else (settings[0], value)
+
+    def registry_gate(self, registry: str, key: str) -> Gate | None:
+        """The gate of a registry's entry that the default setting does not pick."""
+        choice = self.registry_choice(registry)
+        if choice is None or _same(choice[1], key):
+            return None
+        return Gate(key, f"only when {choice[0]} == {key!r} (the default is {_show(choice[1])})")
 
     def evaluate(self, cond: list, rel: str, depth: int = 0):
         """True/False/None/a value, or UNKNOWN."""
@@ -207,6 +262,17 @@ class Defaults:
                 return getattr(str(v), cond[1])()
             except (TypeError, ValueError):
                 return UNKNOWN
+        if op == "pred":
+            body = self.predicate_body(cond)
+            return UNKNOWN if body is None else self.evaluate(body, rel, depth)
+        if op == "ifx":  # `if TEST: return VALUE` guards of a helper predicate, then the rest
+            t = self.evaluate(cond[1], rel, depth)
+            return UNKNOWN if t is UNKNOWN else self.evaluate(cond[2] if t else cond[3], rel, depth)
+        if op == "oattr":
+            return self.attribute(cond[1], depth)
+        if op == "inreg":
+            v, keys = self.evaluate(cond[1], rel, depth), self.registry_keys.get(cond[2])
+            return UNKNOWN if v is UNKNOWN or not keys else any(_same(v, k) for k in keys)
         if op == "in":
             v = self.evaluate(cond[1], rel, depth)
             return UNKNOWN if v is UNKNOWN else any(_same(v, x) for x in cond[2])
@@ -251,6 +317,14 @@ class Defaults:
                 parts.append(f"{name} defaults to {_show(v)}")
             elif kind == "param":
                 parts.append(f"{name} defaults to {_show(_param_default(cond, name))}")
+            elif kind == "pred":
+                for call in _calls_of(cond, name):
+                    body = self.predicate_body(call)
+                    if body is not None and (why := self.describe(body, rel)) and why not in parts:
+                        parts.append(why)
+            elif kind == "oattr":
+                params = sorted({e[0] for e in self.attributes.get(name, ()) if e is not None})
+                parts.append(f"{'/'.join(params) or name} defaults to {_show(self.attribute(name))}")
             elif kind == "env":
                 parts.append(f"${name} unset")
             elif kind == "flag":
@@ -301,11 +375,44 @@ def _names(cond: list):
         return
     if cond[0] in ("opt", "env") and len(cond) > 1 and isinstance(cond[1], str):
         yield cond[0], cond[1]
-    elif cond[0] in ("flag", "param"):
+    elif cond[0] in ("flag", "param", "oattr"):
         yield cond[0], cond[1]
+    elif cond[0] == "pred":
+        yield "pred", cond[1]  # the helper's name (describe() reads its body); its arguments are no settings
+        return
     for x in cond[1:]:
         if isinstance(x, list):
             yield from _names(x)
+
+
+def _calls_of(cond: list, name: str):
+    """The calls of the helper predicate `name` in a condition."""
+    if cond[:2] == ["pred", name]:
+        yield cond
+    elif cond[:1] != ["pred"]:
+        for x in cond[1:]:
+            if isinstance(x, list) and x and isinstance(x[0], str):
+                yield from _calls_of(x, name)
+
+
+def _substitute(cond: list, args: list) -> list:
+    """A predicate's condition with its parameters replaced: a parameter by the argument's condition,
+    a setting of a configuration object passed whole (`["cfgobj"]`) by that option."""
+    if cond[:1] == ["arg"]:
+        arg = args[cond[1]] if cond[1] < len(args) else ["?"]
+        if cond[2] is None:
+            return arg
+        return ["opt", cond[2], *cond[3:]] if arg == ["cfgobj"] else ["?"]
+    return [_substitute(x, args) if isinstance(x, list) and x and isinstance(x[0], str) else x for x in cond]
+
+
+def _membership_tests(cond: list):
+    """(registry, setting) of each `setting in REGISTRY` in a condition."""
+    if cond[:1] == ["inreg"] and cond[1][:1] == ["opt"]:
+        yield cond[2], cond[1][1]
+    for x in cond[1:]:
+        if isinstance(x, list) and x and isinstance(x[0], str):
+            yield from _membership_tests(x)
 
 
 def _param_default(cond: list, name: str):
@@ -329,7 +436,7 @@ def _exercises_options(rel: str) -> bool:
 
 def _feature(cond: list) -> str:
     for kind, name in _names(cond):
-        return name
+        return name.rsplit(".", 1)[-1] if kind == "pred" else name
     return "condition"
 
 
@@ -595,10 +702,11 @@ class Graph:
         picked = list(self._table_method_edges(rel, scope, table)) if table else []
         yield from picked
         in_table = {r for refs in table.values() for r in refs} if picked else set()
+        registered = self.registered_gates(code, scope)
         for ref, region in code.get("refs", {}).get(scope, ()):
             if ref in in_table:
                 continue  # judged per entry above
-            g = gate_of(region)
+            g = gate_of(region) or registered.get(ref)
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             fb = in_fallback(code, region) if region >= 0 else None
             cu = region >= 0 and in_cuda_branch(code, region)
@@ -634,7 +742,22 @@ class Graph:
         if not scope:  # importing a module registers what its decorators register
             for name, dd in code.get("defs", {}).items():
                 if "registered" in dd[3]:
-                    yield f"{rel}::{name}", STEP, None, None, False
+                    g = registered.get("l:" + name)
+                    yield f"{rel}::{name}", STEP if g is None else OPTIN, g, None, False
+
+    def registered_gates(self, code: dict, scope: str) -> dict[str, Gate]:
+        """ref -> gate of the callables this scope registers under a key the default setting does not
+        pick (`ffns.register('torch_dmoe', func=build_torch_dmoe)` while ffn_type defaults to 'mptmlp')."""
+        out: dict[str, Gate] = {}
+        chosen: set[str] = set()
+        for registry, key, ref, where in code.get("registrations", ()):
+            if where == scope:
+                g = self.defaults.registry_gate(registry, key)
+                if g is None:
+                    chosen.add(ref)
+                else:
+                    out.setdefault(ref, g)
+        return {r: g for r, g in out.items() if r not in chosen}  # also registered under the default: it runs
 
     def import_targets(self, rel: str, module: str) -> list[str]:
         from .reach import _module_prefixes, _resolve

@@ -32,6 +32,10 @@ is a plain JSON-able record cached with the file's result:
   `__init__` is followed), `imports` per scope, `flags` (module-level names assigned from a
   condition), `passed` (keyword literal values passed in calls, for parameter flags), `neuron`
   (the file already targets Neuron or XLA).
+- settings one hop away (docs/contexts.md): `predicates` (short helper functions over their
+  parameter's settings, as conditions), `attributes` (what each class's `__init__` sets an instance
+  attribute to, for `self.net.looped`), `registrations` (`REG.register("key", func=f)`), and module
+  dicts of defaults (`ffn_config_defaults = {...}`) among the `options`.
 """
 
 from __future__ import annotations
@@ -101,6 +105,29 @@ def _text(node: ast.AST, limit: int = 80) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def _key_chain(node: ast.AST) -> list[str] | None:
+    """`block_args['ffn_config']['ffn_type']` -> ["block_args", "ffn_config", "ffn_type"]: names,
+    attributes and string keys; None for anything else."""
+    out: list[str] = []
+    while True:
+        t = type(node)
+        if t is ast.Subscript and type(key := _literal(node.slice)) is str:
+            out.append(key)
+            node = node.value
+        elif t is ast.Attribute:
+            out.append(node.attr)
+            node = node.value
+        elif t is ast.Name:
+            out.append(node.id)
+            return out[::-1]
+        else:
+            return None
+
+
+# A module-level dict literal of defaults merged into a configuration (`ffn_config_defaults = {...}`).
+_DEFAULTS_TABLE = re.compile(r"(?i)(^|_)defaults?$|^defaults?_")
+
+
 class _Facts:
     def __init__(self, module_name: str, is_package: bool) -> None:
         self.module_name = module_name
@@ -119,6 +146,10 @@ class _Facts:
         self.flags: dict[str, list] = {}
         self.aliases: dict[str, str] = {}
         self.passed: dict[str, list] = {}
+        self.registrations: list[list] = []  # [registry, key, callable's ref, scope of the call]
+        self.attributes: dict[str, list] = {}  # instance attribute -> what each class sets it to (class_attributes)
+        self.members: set[str] = set()  # the enclosing class's other objects (`_members`)
+        self.predicates: dict[str, list] = {}  # qualified name -> helper predicate (`predicate`)
         self.host_values: set[str] = set()
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
@@ -164,6 +195,11 @@ class _Facts:
                 name = _literal(node.left)
                 c = ["env", name] if type(name) is str else ["?"]
                 return c if op == "In" else ["not", c]
+            if op in ("In", "NotIn") and type(right) is ast.Name and (right.id in self.local or right.id in self.bindings):
+                # `cfg['ffn_type'] in ffns_with_megablocks`: one of the names a registry's `.register("key", ...)`
+                # calls give it (context.py reads the keys from the whole project)
+                c = ["inreg", self.cond(node.left, params), right.id]
+                return c if op == "In" else ["not", c]
             if op in ("In", "NotIn") and type(right) in (ast.Tuple, ast.List, ast.Set):
                 values = [_literal(e) for e in right.elts]
                 if any(v is ... for v in values):
@@ -199,11 +235,20 @@ class _Facts:
                         return ["conv", parts[-1], self.cond(inner, params)]
             if type(node.func) is ast.Attribute and node.func.attr in ("lower", "strip", "upper") and not node.args:
                 return ["conv", node.func.attr, self.cond(node.func.value, params)]
+            if (parts and len(parts) == 1 and not node.keywords and (parts[0] in self.bindings or parts[0] in self.local)
+                    and not CAPABILITY.search(parts[0])):
+                # `is_native_diffusion(cfg)`: a helper predicate of the project, evaluated one level deep
+                # (context.py) with its arguments: a configuration object or a condition
+                q = self.bindings.get(parts[0]) or f"{self.module_name}.{parts[0]}"
+                return ["pred", q, [["cfgobj"] if _config_object(a) else self.cond(a, params) for a in node.args]]
             return ["?"]
         if t is ast.Subscript:
             if _chain(node.value) == ["os", "environ"]:
                 name = _literal(node.slice)
                 return ["env", name, None] if type(name) is str else ["?"]
+            keys = _key_chain(node)  # `self.config.ffn_config['ffn_type']`: a configuration value by its key
+            if keys and len(keys) >= 2 and not keys[0].endswith("kwargs") and self.config_root(keys):
+                return ["opt", keys[-1]]
             return ["?"]
         parts = _chain(node)
         if parts:
@@ -212,12 +257,14 @@ class _Facts:
             if len(parts) >= 2 and self.config_root(parts):
                 return ["opt", parts[-1]]
             if len(parts) == 2 and parts[0] == "self" and "self." + parts[1] in params:
-                return ["param", *_param_of(params, "self." + parts[1])]  # `self.x = x` in __init__: x's default
+                return _param_cond(_param_of(params, "self." + parts[1]))  # `self.x = x` in __init__: x's default
             if len(parts) == 2 and parts[0] == "self" and (_FLAG_PARAM.search(parts[1]) or _EXPORT_SWITCH.search(parts[1])):
                 return ["opt", parts[1]]  # `self.use_flash = config.use_flash` in __init__
+            if len(parts) == 3 and parts[0] == "self" and parts[1] in self.members:
+                return ["oattr", parts[2]]  # `self.net.looped`: as the project's classes set `looped` (context.py)
             if len(parts) == 1:
                 if parts[0] in params:
-                    return ["param", *_param_of(params, parts[0])]
+                    return _param_cond(_param_of(params, parts[0]))
                 return ["flag", parts[0]]
         return ["?"]
 
@@ -267,6 +314,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
         "top_trains": fx.top_trains,
     }
     for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
+                       ("registrations", fx.registrations), ("attributes", fx.attributes), ("predicates", fx.predicates),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
                        ("host_values", sorted(fx.host_values)),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated)):
@@ -432,8 +480,14 @@ class _Walk:
         kind = "m" if self.cls is not None and self.scope == self.cls else "f"
         if node.decorator_list and not self.scope:
             fx.decorated.append([node.decorator_list[0].lineno, node.lineno, name])
+            for d in node.decorator_list:  # `@ffns.register('mptmlp')`
+                parts = _chain(d.func) if type(d) is ast.Call else None
+                if parts and len(parts) == 2 and parts[1] == "register" and d.args and type(_literal(d.args[0])) is str:
+                    fx.registrations.append([parts[0], _literal(d.args[0]), "l:" + name, ""])
         markers = self.markers(node, kind)
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
+        if not self.scope and (pred := predicate(node)) is not None and _reads_setting(pred[1]):
+            fx.predicates[f"{fx.module_name}.{name}"] = pred
         saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals)
         self.scope, self.region, self.nest = name, -1, 0
         inner, rebound = _statement_names(node)
@@ -574,12 +628,17 @@ class _Walk:
         decos = {(_chain(d.func if type(d) is ast.Call else d) or [""])[-1] for d in node.decorator_list}
         config_like = bool(decos & {"dataclass", "define", "s", "attrs", "frozen", "mutable", "dataclass_transform"}) \
             or bool(CONFIG_CLASS.search(node.name)) or any(b.endswith(("BaseModel", "BaseSettings")) for b in bases)
-        saved = (self.scope, self.cls, self.region, self.config_class, self.attrs)
+        saved = (self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members)
         self.scope, self.cls, self.region = name, name, -1
         self.config_class = config_like
         self.attrs = _init_attributes(node)
+        fx.members = _members(fx, node)
+        for attr, entry in class_attributes(node, self.attrs).items():
+            have = fx.attributes.setdefault(attr, [])
+            if entry not in have:
+                have.append(entry)
         self.body(node.body)
-        self.scope, self.cls, self.region, self.config_class, self.attrs = saved
+        self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members = saved
 
     def field(self, st: ast.AnnAssign) -> None:
         """A dataclass-like field default: `use_flash: bool = False`, `x: int = field(default=3)`."""
@@ -602,6 +661,11 @@ class _Walk:
         value = st.value
         if self.in_try and type(value) is not ast.Dict:
             return False  # `try: import triton; HAS_TRITON = True except ...`: a capability, not a setting
+        if type(value) is ast.Dict and _DEFAULTS_TABLE.search(name):
+            for k, v in zip(value.keys, value.values):  # `{'ffn_type': 'mptmlp'}`: each key's default
+                key, val = (_literal(k) if k is not None else ...), _literal(v)
+                if type(key) is str and val is not ...:
+                    self.fx.options.append([key, val, k.lineno])
         pairs = list(zip(value.keys, value.values)) if type(value) is ast.Dict else []
         if type(value) is ast.Call and _chain(value.func) == ["dict"] and not value.args and value.keywords:
             pairs = [(ast.Constant(kw.arg), kw.value) for kw in value.keywords if kw.arg]  # `dict(top_p=top_p)`
@@ -783,6 +847,12 @@ class _Walk:
                 fx.lookups.setdefault(self.scope, []).append([parts[0], fx.cond(n.args[0], self.params), self.region])
         elif parts == ["getattr"] and len(n.args) == 2:
             self.class_by_name(n)
+        elif parts and len(parts) == 2 and parts[1] == "register" and n.args and type(_literal(n.args[0])) is str:
+            # `ffns.register('torch_dmoe', func=build_torch_dmoe)`: an entry of a registry chosen by name
+            fn = next((k.value for k in n.keywords if k.arg in ("func", "fn", "obj")), n.args[1] if len(n.args) > 1 else None)
+            ref = fx.ref_of(_chain(fn), self.cls, self.nested) if fn is not None and _chain(fn) else None
+            if ref is not None and ref[:2] in ("q:", "l:"):
+                fx.registrations.append([parts[0], _literal(n.args[0]), ref, self.scope])
 
     def forwarded(self, value: ast.AST):
         """`f(x=x)` or `f(x=self.x)` forwarding an option parameter of the caller: that parameter
@@ -796,6 +866,8 @@ class _Walk:
             key = ".".join(parts)
             if key in self.params and (len(parts) == 1 or parts[0] == "self"):
                 entry = _param_of(self.params, key)
+                if entry[0] == _OTHER:
+                    return "?"
                 return {"param": entry[0], "default": entry[-1]}  # the default callers of entry[0] would pass
         return "?"
 
@@ -874,6 +946,122 @@ def _add_ref(refs: dict[str, list[int]], ref: str, region: int) -> None:
         old.append(region)
 
 
+def _config_object(node: ast.AST) -> bool:
+    """`cfg`, `self.cfg`, `args`, `self.axolotl_cfg`: a configuration object passed as a whole."""
+    parts = _chain(node)
+    return bool(parts) and not parts[-1].endswith("kwargs") and _Facts.config_root([*parts, ""])
+
+
+_MAX_PREDICATE = 8  # statements of a helper predicate: a short function, not a procedure
+
+
+def predicate(node: ast.FunctionDef) -> list | None:
+    """A helper predicate's value as a condition over its arguments, or None when it is no predicate:
+    a short body of local assignments, `if TEST: return VALUE` guards and a final `return`. A
+    parameter's setting (`p.x`, `p["x"]`, `p.get("x", d)`, `getattr(p, "x", d)`, a local bound to
+    `p.get`) is ["arg", index, "x"(, default)], the parameter itself ["arg", index, None]; the guards
+    nest as ["ifx", test, value, rest]. What it cannot read is ["?"] (unknown: never a gate)."""
+    body = node.body[1:] if node.body and type(node.body[0]) is ast.Expr and type(node.body[0].value) is ast.Constant else node.body
+    a = node.args
+    if a.vararg or a.kwarg or not body or len(body) > _MAX_PREDICATE or type(body[-1]) is not ast.Return:
+        return None
+    params = [x.arg for x in a.posonlyargs + a.args]
+    local: dict[str, ast.AST] = {}
+    guards: list[tuple[ast.AST, ast.AST]] = []
+    for st in body[:-1]:
+        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name and st.targets[0].id not in local:
+            local[st.targets[0].id] = st.value
+        elif type(st) is ast.If and not st.orelse and len(st.body) == 1 and type(st.body[0]) is ast.Return:
+            guards.append((st.test, st.body[0].value))
+        else:
+            return None
+    conv = _PredicateReader(params, local)
+    out = conv.cond(body[-1].value)
+    for test, value in reversed(guards):
+        out = ["ifx", conv.cond(test), conv.cond(value), out]
+    return [params, out]
+
+
+def _reads_setting(c: list) -> bool:
+    """Whether a predicate's condition reads a setting of a parameter (["arg", i, "x"])."""
+    if c[:1] == ["arg"]:
+        return c[2] is not None
+    return any(_reads_setting(x) for x in c[1:] if type(x) is list and x and type(x[0]) is str)
+
+
+class _PredicateReader:
+    """Conditions of a predicate's body over its parameters (see `predicate`)."""
+
+    def __init__(self, params: list[str], local: dict[str, ast.AST]) -> None:
+        self.params, self.local, self.depth = params, local, 0
+
+    def setting(self, node: ast.AST):
+        """["arg", i, key(, default)] for a read of a parameter's setting, else None."""
+        t = type(node)
+        if t is ast.Attribute and type(node.value) is ast.Name and node.value.id in self.params:
+            return ["arg", self.params.index(node.value.id), node.attr]
+        if t is ast.Subscript and type(node.value) is ast.Name and node.value.id in self.params and type(k := _literal(node.slice)) is str:
+            return ["arg", self.params.index(node.value.id), k]
+        if t is not ast.Call or node.keywords:
+            return None
+        f = node.func
+        if _chain(f) == ["getattr"]:  # getattr(p, "x"[, default])
+            owner, rest = (node.args[0] if node.args else None), node.args[1:]
+        elif type(f) is ast.Attribute and f.attr == "get":  # p.get("x"[, default])
+            owner, rest = f.value, node.args
+        elif type(f) is ast.Name:  # get("x"), `get` a local bound to p.get
+            owner, rest = self.getter(f.id), node.args
+        else:
+            return None
+        if type(owner) is not ast.Name or owner.id not in self.params or not 1 <= len(rest) <= 2:
+            return None
+        key = _literal(rest[0])
+        default = [_literal(rest[1])] if len(rest) == 2 else []
+        if type(key) is not str or (default and default[0] is ...):
+            return None
+        return ["arg", self.params.index(owner.id), key, *default]
+
+    def getter(self, name: str) -> ast.AST | None:
+        """The parameter whose `get` a local is bound to (`get = cfg.get`, either arm of an if-expression)."""
+        v = self.local.get(name)
+        for arm in ([v.body, v.orelse] if type(v) is ast.IfExp else [v]):
+            if type(arm) is ast.Attribute and arm.attr == "get" and type(arm.value) is ast.Name and arm.value.id in self.params:
+                return arm.value
+        return None
+
+    def cond(self, node: ast.AST) -> list:
+        t = type(node)
+        if (found := self.setting(node)) is not None:
+            return found
+        lit = _literal(node)
+        if lit is not ...:
+            return ["lit", lit]
+        if t is ast.Name:
+            if node.id in self.params:
+                return ["arg", self.params.index(node.id), None]
+            if node.id in self.local and self.depth < 4:
+                self.depth += 1
+                try:
+                    return self.cond(self.local[node.id])
+                finally:
+                    self.depth -= 1
+            return ["?"]
+        if t is ast.BoolOp:
+            return ["and" if type(node.op) is ast.And else "or", *(self.cond(v) for v in node.values)]
+        if t is ast.UnaryOp and type(node.op) is ast.Not:
+            return ["not", self.cond(node.operand)]
+        if t is ast.Compare and len(node.ops) == 1:
+            op = type(node.ops[0]).__name__
+            if op in ("Eq", "NotEq", "Is", "IsNot", "Gt", "GtE", "Lt", "LtE"):
+                return ["cmp", op, self.cond(node.left), self.cond(node.comparators[0])]
+            if op in ("In", "NotIn") and type(node.comparators[0]) in (ast.Tuple, ast.List, ast.Set):
+                values = [_literal(e) for e in node.comparators[0].elts]
+                if all(v is not ... for v in values):
+                    c = ["in", self.cond(node.left), values]
+                    return c if op == "In" else ["not", c]
+        return ["?"]
+
+
 def _table_name(name: str) -> bool:
     """`ATTENTION_FUNCTIONS`, `MODEL_REGISTRY`: a module-level table by its conventional spelling."""
     return name.isupper() and len(name) > 2
@@ -950,7 +1138,7 @@ _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|su
 def _has_config(c: list) -> bool:
     if not c:
         return False
-    if c[0] in ("opt", "env", "flag", "param", "train"):
+    if c[0] in ("opt", "env", "flag", "param", "train", "oattr", "arg", "pred"):
         return True
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
@@ -974,7 +1162,7 @@ def _option_only(c: list) -> bool:
         x = stack.pop()
         kinds.add(x[0])
         stack.extend(y for y in x[1:] if type(y) is list and y and type(y[0]) is str)
-    return bool(kinds & {"param", "opt", "env"}) and not kinds & {"flag", "train", "?", "cap", "cuda"}
+    return bool(kinds & {"param", "opt", "env", "oattr", "pred"}) and not kinds & {"flag", "train", "?", "cap", "cuda"}
 
 
 # `self.onnx_trace`, `self.exporting`: a switch for the export or inference path (context.py's EVAL_OPTION).
@@ -1021,6 +1209,68 @@ def _local_aliases(stmts: list[ast.stmt], params: dict[str, object], assigned: d
     return out
 
 
+_OTHER = "@oattr"  # an `__init__` attribute copied from another object's (`self.x = net.x`): [_OTHER, "x"]
+
+
+def _param_cond(entry: list) -> list:
+    """The condition a parameter, attribute or alias entry stands for."""
+    return ["oattr", entry[1]] if entry[0] == _OTHER else ["param", *entry]
+
+
+def class_attributes(node: ast.ClassDef, attrs: dict[str, list]) -> dict[str, list | None]:
+    """What a class sets each instance attribute to, for readers on other objects (`self.net.looped`):
+    "x" -> [parameter, value at its default(, raw default)] when `__init__` sets it from an option
+    parameter (`_init_attributes`), None when from anything else or by a property of its own; copying
+    or a property that only forwards another object's attribute of the same name (`self.looped =
+    net.looped`, `return self.net.looped`) adds nothing."""
+    out: dict[str, list | None] = {}
+    init = _init_of(node)
+    for st in init.body if init is not None else ():
+        targets = st.targets if type(st) is ast.Assign else [st.target] if type(st) in (ast.AnnAssign, ast.AugAssign) else ()
+        for tg in targets:
+            parts = _chain(tg)
+            if parts and len(parts) == 2 and parts[0] == "self":
+                entry = attrs.get("self." + parts[1])
+                if entry == [_OTHER, parts[1]]:
+                    continue  # `self.looped = net.looped`: forwards, like the property below
+                out[parts[1]] = entry if entry is not None and entry[0] != _OTHER else None
+    for st in node.body:
+        if type(st) is ast.FunctionDef and any(_chain(d) == ["property"] for d in st.decorator_list):
+            body = [b for b in st.body if not (type(b) is ast.Expr and type(b.value) is ast.Constant)]
+            ret = _chain(body[0].value) if len(body) == 1 and type(body[0]) is ast.Return and body[0].value else None
+            if not (ret and len(ret) == 3 and ret[0] == "self" and ret[2] == st.name):
+                out[st.name] = None
+    return out
+
+
+def _init_of(node: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((st for st in node.body if type(st) is ast.FunctionDef and st.name == "__init__"), None)
+
+
+def _param_names(node: ast.FunctionDef) -> set[str]:
+    return {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+
+
+def _members(fx: _Facts, node: ast.ClassDef) -> set[str]:
+    """Other objects a class holds: `self.net = net` (an `__init__` parameter) or `self.net =
+    Decoder(...)` (a class this file defines or imports from outside torch), at the top level of its
+    `__init__`; their attributes (`self.net.looped`) read as the project's classes set them."""
+    init = _init_of(node)
+    if init is None:
+        return set()
+    params = _param_names(init) - {"self"}
+    out: set[str] = set()
+    for st in init.body:
+        if type(st) is not ast.Assign or len(st.targets) != 1 or not (target := _chain(st.targets[0])):
+            continue
+        v = st.value
+        ref = fx.ref_of(_chain(v.func), None) if type(v) is ast.Call and _chain(v.func) else None
+        built = ref is not None and (ref.startswith("l:") or (ref.startswith("q:") and ref[2:].split(".")[0] != "torch"))
+        if len(target) == 2 and target[0] == "self" and ((type(v) is ast.Name and v.id in params) or built):
+            out.add(target[1])
+    return out
+
+
 def _param_of(params: dict[str, object], key: str) -> list:
     """[parameter, value at its default(, the raw default when they differ)] for a name or `self.x`:
     a parameter's own entry is its default; an attribute's or a local alias's is already this list."""
@@ -1032,10 +1282,11 @@ def _init_attributes(node: ast.ClassDef) -> dict[str, list]:
     """`self.x = x`, `self.x = bool(x)`, `self.x = x is not None` among the top-level statements
     of a class's `__init__`, x an option parameter (see `_option_params`): "self.x" -> [x, value at
     x's default]. An attribute assigned twice there is left out (its value is not the default's)."""
-    init = next((st for st in node.body if type(st) is ast.FunctionDef and st.name == "__init__"), None)
+    init = _init_of(node)
     if init is None:
         return {}
     params = _option_params(init)
+    init_params = _param_names(init)
     out: dict[str, list] = {}
     seen: set[str] = set()
     for st in init.body:
@@ -1050,6 +1301,9 @@ def _init_attributes(node: ast.ClassDef) -> dict[str, list]:
             value = value.args[0]  # the same truth value as the parameter's
         if type(value) is ast.Name and value.id in params:
             got = [value.id, params[value.id]]
+        elif (type(value) is ast.Attribute and type(value.value) is ast.Name and value.value.id != "self"
+              and value.value.id in init_params and not _Facts.config_root([value.value.id, value.attr])):
+            got = [_OTHER, value.attr]  # `self.add_head = net.add_head`: the attribute of the object passed in
         elif (type(value) is ast.Compare and len(value.ops) == 1 and type(value.ops[0]) in (ast.Is, ast.IsNot)
               and type(value.left) is ast.Name and _literal(value.comparators[0]) is None):
             name = value.left.id
