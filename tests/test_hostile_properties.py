@@ -65,14 +65,26 @@ def _toml(text: str) -> str:
 KERNEL = "#include <cuda_runtime.h>\n__global__ void {name}(float* x, int n) {{\n  int i = threadIdx.x;\n  if (i < n) x[i] *= 2;\n}}\n"
 
 
+TRITON = """\
+import triton
+import triton.language as tl
+@triton.jit
+def {name}(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, x * {k}, mask=offs < n)
+"""
+
+
 def build_tree(root: Path, names: list[str], literal: str, kernel: str, config: str, raw_name: bool) -> None:
-    """A training script and an entry point named by hostile text, a kernel directory copied twice,
-    a CUDA extension, a gate on a hostile literal, a README and a shell script that launch the
-    script, a workload whose instance names are hostile, and a file that does not parse."""
+    """A training script whose gate compares with a hostile literal, launched from a README with
+    hostile arguments; a script and a folder named by hostile text; a kernel copied twice (one is
+    `copy_of` the other) and built by a CUDA extension with a hostile name; Triton kernels with a
+    hostile name in a hostile path; a workload whose instance names are hostile; a file that does
+    not parse; and, as Linux allows, names whose bytes are not UTF-8."""
     script, folder, ext_name, broken = names
     root.mkdir(parents=True)
-    train = _file_name(script, ".py")
-    (root / train).write_text(
+    (root / "train.py").write_text(
         "import torch\n"
         "attn_backend = 'default'\n"
         "def step(x):\n"
@@ -81,25 +93,32 @@ def build_tree(root: Path, names: list[str], literal: str, kernel: str, config: 
         "    return x.cuda()\n"
         "if __name__ == '__main__':\n"
         "    step(torch.zeros(1))\n", encoding="utf-8")
+    hostile_script = _file_name(script, ".py")
+    (root / hostile_script).write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
     kdir = _file_name(folder, "")
-    for copy in ("csrc", "third/csrc"):  # two identical copies: one is listed as `copy_of` the other
-        (root / copy / kdir).mkdir(parents=True)
-        (root / copy / kdir / "k.cu").write_text(KERNEL.format(name=kernel), encoding="utf-8")
+    sources = [f"{copy}/{kdir}/k.cu" for copy in ("csrc", "third/csrc")]
+    for src in sources:
+        (root / src).parent.mkdir(parents=True)
+        (root / src).write_text(KERNEL.format(name=kernel), encoding="utf-8")
     header = re.sub(r'["\r\n\u2028\u2029]', " ", literal)  # a header name: one line, no quote
     (root / "near.cu").write_text(f'#include "{header}.cuh"\n#include <cub/{header}>\n'
                                   + KERNEL.format(name=kernel + "_v2").replace("*= 2", "*= 3"), encoding="utf-8")
     (root / "setup.py").write_text(
         "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
-        f"setup(ext_modules=[CUDAExtension({ext_name!r}, [{f'csrc/{kdir}/k.cu'!r}, 'near.cu'])])\n", encoding="utf-8")
-    (root / "README.md").write_text(f"# demo\n\n```bash\npython {shlex.quote(train)} --note {shlex.quote(literal)}\n```\n",
-                                    encoding="utf-8")
-    (root / "run.sh").write_text(f"#!/bin/sh\ntorchrun --nproc_per_node=8 {shlex.quote(train)}\n", encoding="utf-8")
+        f"setup(ext_modules=[CUDAExtension({ext_name!r}, {sources + ['near.cu']!r})])\n", encoding="utf-8")
+    (root / kdir / "ops").mkdir(parents=True)
+    (root / kdir / "ops" / "tri.py").write_text(TRITON.format(name=kernel, k=2) + TRITON.format(name=kernel + "_b", k=3),
+                                                encoding="utf-8")
+    (root / "README.md").write_text(f"# demo\n\n```bash\npython train.py --note {shlex.quote(literal)}\n"
+                                    f"python {shlex.quote(hostile_script)}\n```\n", encoding="utf-8")
+    (root / "run.sh").write_text(f"#!/bin/sh\ntorchrun --nproc_per_node=8 {shlex.quote(hostile_script)} {shlex.quote(literal)}\n",
+                                 encoding="utf-8")
     (root / "pyproject.toml").write_text(
         "[project]\nname = \"demo\"\n[tool.neuron-ready.workload]\n"
         f"gpu-instance = {_toml(config)}\ngpu-price = 40\ntrainium-instance = {_toml(config[::-1])}\n"
         "trainium-price = 20\ngpu-hours-per-run = 100\nruns-per-month = 2\n", encoding="utf-8")
     (root / _file_name(broken, ".py")).write_text(f"def broken(:\n    {literal!r}\n", encoding="utf-8")
-    if raw_name:  # bytes that are not UTF-8, as a file and a directory name (Linux allows both)
+    if raw_name:
         os.makedirs(os.path.join(os.fsencode(root), b"d\xff\xfe<b>"), exist_ok=True)
         with open(os.path.join(os.fsencode(root), b"d\xff\xfe<b>", b"m\xc3(.py"), "wb") as fh:
             fh.write(b"import torch\ntorch.cuda.synchronize()\n")
@@ -206,6 +225,9 @@ def scan_and_check(base: Path, names: list[str], literal: str, kernel: str, conf
     finally:
         os.chdir(cwd)
     assert report.findings and report.diagnostics and report.tasks and report.extra.get("breakeven")
+    # the texts under test reached the report: a gate on the literal, an entry with its reason
+    assert literal == "default" or any("attn_backend ==" in p.gate for p in report.opt_in)
+    assert report.extra["reach"]["entry_reasons"]
 
     with warnings.catch_warnings(record=True) as caught:  # a warning would echo the tree's text to stderr
         warnings.simplefilter("always")
