@@ -50,7 +50,8 @@ kernel_name = st.sampled_from(["__bold__", "_x_", "k", "scale__init__"]) | st.fr
 
 def _file_name(text: str, suffix: str) -> str:
     """A name the file system takes: no `/`, at most 255 bytes."""
-    name = text.replace("/", "_") or "_"
+    name = text.replace("/", "_")
+    name = name if name.strip(".") else "_" + name  # not "", "." or "..": a name, not a step
     while len((name + suffix).encode("utf-8")) > 255:
         name = name[:-1]
     return name + suffix
@@ -250,7 +251,7 @@ def scan_and_check(base: Path, names: list[str], literal: str, kernel: str, conf
     check_text(cli.out)
 
 
-@given(names=st.lists(hostile | long_name, min_size=4, max_size=4), literal=hostile, kernel=kernel_name, config=hostile,
+@given(names=st.lists(hostile | long_name, min_size=4, max_size=4), literal=hostile, kernel=kernel_name, config=hostile.map("p5 ".__add__),
        raw_name=st.booleans())
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_hostile_names_and_texts_stay_inert_in_every_renderer(tmp_path_factory, names, literal, kernel, config, raw_name):
