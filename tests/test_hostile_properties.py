@@ -110,8 +110,10 @@ def build_tree(root: Path, names: list[str], literal: str, kernel: str, config: 
     (root / kdir / "ops").mkdir(parents=True)
     (root / kdir / "ops" / "tri.py").write_text(TRITON.format(name=kernel, k=2) + TRITON.format(name=kernel + "_b", k=3),
                                                 encoding="utf-8")
-    (root / "README.md").write_text(f"# demo\n\n```bash\npython train.py --note {shlex.quote(literal)}\n"
-                                    f"python {shlex.quote(hostile_script)}\n```\n", encoding="utf-8")
+    # the entry's reason names the README that launches it: one in the hostile folder
+    (root / kdir / "README.md").write_text(f"# demo\n\n```bash\npython train.py --note {shlex.quote(literal)}\n```\n",
+                                           encoding="utf-8")
+    (root / "README.md").write_text(f"# demo\n\n```bash\npython {shlex.quote(hostile_script)}\n```\n", encoding="utf-8")
     (root / "run.sh").write_text(f"#!/bin/sh\ntorchrun --nproc_per_node=8 {shlex.quote(hostile_script)} {shlex.quote(literal)}\n",
                                  encoding="utf-8")
     (root / "pyproject.toml").write_text(
