@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import not_a_selector, valid_selector
-from .model import CATEGORIES, EFFORT_CLASSES, TARGETS
+from .model import CATEGORIES, EFFORT_CLASSES, TARGETS, reported_path
 from .tomlcheck import TomlSyntaxError, did_you_mean, parse, unknown_keys
 
 TOOL = "neuron-ready"
@@ -71,7 +71,7 @@ def display_root(settings: Settings) -> str:
     """The root as the user named it, relative to the working directory when inside it."""
     root = os.path.abspath(settings.root)
     rel = os.path.relpath(root)
-    return (rel if not rel.startswith("..") else root).replace(os.sep, "/")
+    return reported_path((rel if not rel.startswith("..") else root).replace(os.sep, "/"))
 
 
 @dataclass

@@ -15,12 +15,12 @@ import errno
 import os
 import stat
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from .model import Diagnostic
+from .model import Diagnostic, reported_path
 from .sources import FileJob
 from .sources.configs import is_config_name, worth_reading
 from .sources.binary import binary_kind
@@ -70,6 +70,13 @@ def _wanted(path: str, rel: str, kind: str) -> bool:
 class Discovery:
     jobs: list[FileJob] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def reported(self) -> Discovery:
+        """Names as reports show them: a file whose name is not UTF-8 is still read from its real
+        path, and reported under its name with `\\xNN` escapes (model.reported_path)."""
+        self.jobs = sorted((replace(j, rel=reported_path(j.rel)) for j in self.jobs), key=lambda j: j.rel)
+        self.diagnostics = [replace(d, path=reported_path(d.path)) for d in self.diagnostics]
+        return self
 
 
 def _is_virtualenv(path: str) -> bool:
@@ -231,9 +238,8 @@ def discover(root: Path, excludes: list[str] = (), use_gitignore: bool = True) -
                 continue
             out.jobs.append(FileJob(entry.path, rel, kind))
         stack.extend(reversed(subdirs))
-    out.jobs.sort(key=lambda j: j.rel)
     out.diagnostics += ignores.diagnostics
-    return out
+    return out.reported()
 
 
 def explicit_files(root: Path, files: list[Path], excludes: list[str] = ()) -> Discovery:
@@ -266,5 +272,4 @@ def explicit_files(root: Path, files: list[Path], excludes: list[str] = ()) -> D
         if not _regular(str(abs_f), rel, out.diagnostics) or not _wanted(str(abs_f), rel, kind):
             continue
         out.jobs.append(FileJob(str(abs_f), rel, kind))
-    out.jobs.sort(key=lambda j: j.rel)
-    return out
+    return out.reported()

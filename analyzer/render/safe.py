@@ -16,7 +16,9 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # A line the Actions runner reads as a command, after leading blanks: `::cmd` or the older `##[cmd]`.
 _COMMAND_START = re.compile(r"^(\s*)(:(?=:)|#(?=#\[))")
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+# What GitHub links by itself in a comment's text: a mention, an issue reference (`#123`, `GH-123`),
+# a bare URL. A zero-width space after the trigger keeps the text as it reads and links nothing.
+_AUTOLINK = re.compile(r"@(?=[A-Za-z0-9])|#(?=\d)|(?i:\bgh-(?=\d)|\b(?:https?|ftp)(?=://)|\bwww(?=\.))")
 # Markdown that inline user text must not produce: emphasis, links and images, HTML, tables, code.
 _MD_SPECIAL = {c: "\\" + c for c in "\\*_[]~!|`"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
@@ -35,8 +37,10 @@ def visible(text: object) -> str:
 
 
 def code(text: object) -> str:
-    """A Markdown code span around `text` (one line) that backticks inside cannot end early."""
-    text = visible(text)
+    """A Markdown code span around `text` (one line) that backticks inside cannot end early.
+    Nothing escapes inside a code span, so an HTML comment opener gets a zero-width space: the
+    span looks the same, and the body holds no `<!--` that could pass for our comment marker."""
+    text = visible(text).replace("<!--", "<\u200b!--")
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     ticks = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -45,9 +49,10 @@ def code(text: object) -> str:
 
 
 def plain(text: object) -> str:
-    """Markdown that shows `text` literally on one line: no markup, HTML or mention survives."""
+    """Markdown that shows `text` literally on one line: no markup, HTML, mention, issue reference
+    or link survives."""
     out = "".join(_MD_SPECIAL.get(c, c) for c in visible(text))
-    return _MENTION.sub("@\u200b", out)
+    return _AUTOLINK.sub(lambda m: m.group() + "\u200b", out)
 
 
 def inline(text: object) -> str:

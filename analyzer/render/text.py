@@ -143,7 +143,7 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
     out.append(
         f"{plural(n, 'finding')} in {plural(files, 'file')} "
         f"({fb} with a fallback, {report.suppressed} suppressed) · {plural(report.files_scanned, 'file')} scanned · target {report.target}"
-        + (f" ({report.extra['target_from']})" if report.extra.get("target_from") else "")
+        + (f" ({visible(report.extra['target_from'])})" if report.extra.get("target_from") else "")
     )
     if report.fixable_line():
         out.append(report.fixable_line())
@@ -186,7 +186,7 @@ def _tasks(report: Report, s) -> list[str]:
     out = [s(f"Tasks ({len(rows)}; likely person-days, low–high)", bold=True)]
     for t in rows:
         pd = t.person_days
-        out.append(f"  {_pd(pd.likely):>6}  {_pd(pd.low) + '–' + _pd(pd.high):>11}  {t.title}"
+        out.append(f"  {_pd(pd.likely):>6}  {_pd(pd.low) + '–' + _pd(pd.high):>11}  {visible(t.title)}"
                    + (" (fallback)" if t.fallback else ""))
     return out + [""]
 
