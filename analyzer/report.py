@@ -14,6 +14,7 @@ from . import compile_scope, context as context_mod
 from .effort import estimate, reference_stems
 from .model import Diagnostic, Finding, Part, Report
 from .copies import mark_copies
+from .repeats import mark_repeats
 from .reach import FileInfo, Reach, analyse
 from .sources import FileResult
 from .timebound import ENV_REACH_TIMEOUT, TimeBoundExceeded, reach_timeout, time_bound
@@ -109,6 +110,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         diagnostics.append(Diagnostic(".", "too-complex", f"the training-path analysis took longer than {budget:g} s "
                                       f"(${ENV_REACH_TIMEOUT}); every file is counted as on the training path"))
     mark_copies(findings, {r.rel: r.facts["digest"] for r in results if r.facts.get("digest")})
+    mark_repeats(findings)
     include = set(settings.include_opt_in)
     on_path: list[Finding] = []
     off_path: list[Finding] = []
