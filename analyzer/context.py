@@ -1287,7 +1287,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     first_party_headers(findings, set(info_by))
     build_scripts(findings, info_by)
     optional_modules(findings, info_by, graph.modules)
-    optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])})
+    optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])},
+                          set(info_by))
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
     return ctx
@@ -1311,20 +1312,48 @@ def dev_requirements_file(path: str) -> bool:
     return any(DEV_EXTRA.match(w) for w in words if w)
 
 
-def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()) -> None:
+# Names a requirements file beside `requirements.txt` may carry that still mean the install for training.
+_TRAINING_SET = re.compile(r"(?i)^(train|training|base|core|runtime|common|main|prod|production|install|full|"
+                           r"all|gpu|cuda)$")
+_NAMED_SET = re.compile(r"(?i)^requirements[-_.](.+)\.(txt|in)$")
+
+
+def requirements_extra(path: str, paths: set[str]) -> str:
+    """The extra a requirements file is named for: `requirements-sd.txt` (or
+    `requirements/requirements-sd.txt`) beside the project's plain `requirements.txt` is the set a
+    user installs for `sd`, as setup.py's `extras_require={"sd": fetch("requirements-sd.txt")}` does;
+    "" for the plain file, a file with no plain one beside it, and a name that is the training
+    install itself (`requirements-train.txt`, `requirements-gpu.txt`)."""
+    folder, _, name = path.rpartition("/")
+    m = _NAMED_SET.match(name)
+    if not m or _TRAINING_SET.match(m.group(1)):
+        return ""
+    plain = {posixpath.join(folder, "requirements.txt"), posixpath.join(folder, "requirements.in")}
+    if posixpath.basename(folder).lower() in ("requirements", "reqs"):
+        plain.add(posixpath.join(posixpath.dirname(folder), "requirements.txt"))
+    return m.group(1) if plain & paths else ""
+
+
+def optional_dependencies(findings: list[Finding], built: set[str] = frozenset(), paths: set[str] = frozenset()) -> None:
     """What a Trainium install does not have, so the fallback runs. A GPU library imported under
     `try/except ImportError` (a handler that neither raises nor exits) or `if is_x_available():`, and
     used behind that guard, runs only when the user installs it: an opt-in feature named for the
-    library (`only when flash_attn is installed`). A GPU package listed only in an optional extra is
-    the opt-in feature `extra:<name>`; in a development extra (dev, test, docs, lint, ...) or a
-    requirements-dev file it is not training at all. An unconditional import of the same library on
-    the training path keeps both must-port: the training job needs it; so does being an extension
+    library (`only when flash_attn is installed`). A GPU package listed only in an optional extra (or
+    a requirements file named for one: requirements_extra) is the opt-in feature `extra:<name>`; in a
+    development extra (dev, test, docs, lint, ...) or a requirements-dev file it is not training at
+    all, whatever imports it (the import is costed). An unconditional import of the same library on
+    the training path keeps both must-port: the training job needs it (for a package only an extra
+    installs, only an import in module code says so: a function that imports it when called is the
+    project's own way of leaving it out of the default install, and its uses are costed where they
+    are); so does being an extension
     this repository builds (`built`: flash-attn's own `flash_attn_2_cuda`). The guarded import
     statement itself (`guarded_import`) is opt-in even then: skipped when the library is absent, it
     is the guard the remedies ask for, and the library's cost sits with its unguarded uses."""
-    required = {_module_root(f.symbol) for f in findings
-                if f.context == "step" and f.category != "dependency" and not f.fallback
-                and not f.details.get("guarded_import")}
+    needed = [f for f in findings if f.context == "step" and f.category != "dependency" and not f.fallback
+              and not f.details.get("guarded_import")]
+    required = {_module_root(f.symbol) for f in needed}
+    # What the job cannot even import without: module code, not a function that imports it when called.
+    loaded = {_module_root(f.symbol) for f in needed if not f.scope}
     for f in findings:
         if f.context != "step":
             continue
@@ -1335,17 +1364,22 @@ def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()
             f.context, f.gate = "opt-in", f"only when {lib} is installed (imported under a guard with a fallback)"
             f.details["feature"] = lib
             f.details["context_reason"] = f"`{lib}` is optional: without it the fallback runs"
-        elif f.category == "dependency" and _module_root(f.symbol) not in required:
-            dev = (extra and DEV_EXTRA.match(extra)) or (not extra and dev_requirements_file(f.path))
-            if dev:
+        elif f.category == "dependency":
+            named = "" if extra else requirements_extra(f.path, paths)
+            extra = extra or named
+            if (extra and DEV_EXTRA.match(extra)) or (not extra and dev_requirements_file(f.path)):
+                # what a developer installs: a training job that imports it is costed at the import
                 f.context = "off-path"
                 f.details["context_reason"] = (f"listed only in the development extra [{extra}]" if extra
                                                else "listed only in a development requirements file") \
                     + ": not installed for training"
-            elif extra:
-                f.context, f.gate = "opt-in", f"only when installed with the [{extra}] extra"
+            elif extra and _module_root(f.symbol) not in loaded:
+                f.context = "opt-in"
+                f.gate = (f"only when installed from {f.path}" if named
+                          else f"only when installed with the [{extra}] extra")
                 f.details["feature"] = f"extra:{extra}"
-                f.details["context_reason"] = f"listed only in the optional extra [{extra}]"
+                f.details["context_reason"] = (f"listed only in {f.path}, the requirements of `{extra}`" if named
+                                               else f"listed only in the optional extra [{extra}]")
 
 
 def optional_modules(findings: list[Finding], info_by: dict, modules: dict[str, list[str]]) -> None:

@@ -100,6 +100,7 @@ FAMILY_TITLES = {
     "compile": "torch.compile settings", "host-sync": "Host synchronisation in the step",
     "dependency": "Dependency declarations", "triton": "Triton plumbing",
 }
+TRITON_GUARD_TITLE = "Guard the Triton imports (none of their kernels is must-port)"
 # A rule's `costing` (catalog.COSTINGS) says whether the model reads measurements from its findings
 # (model.KernelFacts) or costs them from its catalog numbers alone ("catalog").
 CUDA_FILE = ("cuda-kernel", "cuda-host")  # per-file CUDA/C++ findings with kernel counts and lines
@@ -408,6 +409,10 @@ class _Planner:
                 tid = "T-triton"
                 self.draft(tid, FAMILY_TITLES["triton"], "triton", "mechanical")
             self.drafts[tid].idx.append(i)
+        plumbing = self.drafts.get("T-triton")
+        if plumbing and all(self.findings[i].snippet.startswith(("import ", "from ")) for i in plumbing.idx):
+            # Imported where none of its kernels runs by default: the work is the import guard, not a rewrite.
+            plumbing.title = TRITON_GUARD_TITLE
 
     def triton_ops(self, idx: list[int], triton_kernels: dict[tuple[str, str], str]) -> None:
         """One task per Triton op. A kernel joins the op its name says (op_stem), unless its body is a

@@ -15,6 +15,7 @@ from .effort import estimate, reference_stems
 from .model import Diagnostic, Finding, Part, Report
 from .copies import mark_copies
 from .cpu_twins import cpu_twins
+from .repeats import mark_repeats
 from .reach import FileInfo, Reach, analyse
 from .sources import FileResult
 from .timebound import ENV_REACH_TIMEOUT, TimeBoundExceeded, reach_timeout, time_bound
@@ -110,6 +111,8 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
         diagnostics.append(Diagnostic(".", "too-complex", f"the training-path analysis took longer than {budget:g} s "
                                       f"(${ENV_REACH_TIMEOUT}); every file is counted as on the training path"))
     mark_copies(findings, {r.rel: r.facts["digest"] for r in results if r.facts.get("digest")})
+    if not timed_out:  # past the time bound every finding counts, as on the path
+        mark_repeats(findings)
     include = set(settings.include_opt_in)
     on_path: list[Finding] = []
     off_path: list[Finding] = []

@@ -61,3 +61,16 @@ def test_development_requirements_files_by_name():
         assert dev_requirements_file(path), path
     for path in ("requirements.txt", "requirements-gpu.txt", "requirements/train.txt", "devices.py"):
         assert not dev_requirements_file(path), path
+
+
+def test_requirements_files_named_for_an_extra_beside_the_plain_one():
+    from neuron_ready.context import requirements_extra
+
+    paths = {"requirements.txt", "requirements-sd.txt", "requirements-train.txt", "requirements/requirements.txt",
+             "requirements/requirements-inf.txt", "other/requirements-flash.txt"}
+    assert requirements_extra("requirements-sd.txt", paths) == "sd"
+    assert requirements_extra("requirements/requirements-inf.txt", paths) == "inf"
+    assert requirements_extra("requirements/requirements-inf.txt", {"requirements.txt"}) == "inf"  # the root's plain file
+    assert requirements_extra("requirements.txt", paths) == ""
+    assert requirements_extra("requirements-train.txt", paths) == ""  # the training install itself
+    assert requirements_extra("other/requirements-flash.txt", paths) == ""  # no plain file beside it

@@ -38,9 +38,9 @@ def scan(root: Path, **kw):
 
 
 def where(report) -> dict[str, str]:
-    """path -> "" on the path, or the reason it is off it."""
+    """path -> "" on the path, or the reason it is off it (a line repeating another's fix aside)."""
     out = {f.path: "" for f in report.findings}
-    out.update({f.path: f.details["off_path_reason"] for f in report.off_path})
+    out.update({f.path: f.details["off_path_reason"] for f in report.off_path if not f.details.get("repeats")})
     return out
 
 
