@@ -14,6 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import nearcopy
+from .kerneltokens import c_tokens
+
 CUDA_SUFFIXES = (".cu", ".cuh")
 NATIVE_SUFFIXES = CUDA_SUFFIXES + (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
 CMAKE_NAMES = ("CMakeLists.txt",)
@@ -123,6 +126,7 @@ class Kernel:
     name: str
     line: int
     loc: int
+    fingerprint: str = ""  # a sketch of its body's normalised tokens, to find near-copies (nearcopy.py)
 
 
 @dataclass
@@ -141,6 +145,8 @@ class CudaStats:
             "loc": self.loc,
             "backward": any(re.search(r"(?i)bwd|backward|grad", k.name) for k in self.kernels),
         }
+        if self.kernels:
+            d["kernel_fingerprints"] = [k.fingerprint for k in self.kernels]
         d.update(self.features)
         if self.libraries:
             d["libraries"] = self.libraries
@@ -170,7 +176,9 @@ def cuda_stats(code: str) -> CudaStats:
             continue
         pairs = _brace_pairs(code) if pairs is None else pairs
         line = line_of(m.start())
-        stats.kernels.append(Kernel(names[-1], line, line_of(pairs[head_end.start()]) - line + 1))
+        close = pairs[head_end.start()]
+        fingerprint = nearcopy.fingerprint(c_tokens(code[head_end.start():close + 1]))
+        stats.kernels.append(Kernel(names[-1], line, line_of(close) - line + 1, fingerprint))
     for key, rx in _FEATURES.items():
         count = len(rx.findall(code))
         if count:
@@ -448,6 +456,30 @@ def device_work(name: str, code: str, stats: CudaStats) -> bool:
     return bool(_LAUNCHER.search(code))
 
 
+# a header is included into the kernels' translation units; the CUDA runtime API is host work of its own
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".inl")
+_DEVICE_CODE = re.compile(r"\b(?:__device__|CUTLASS_DEVICE|CUTLASS_HOST_DEVICE|CUTE_DEVICE|CUTE_HOST_DEVICE)\b")
+_RUNTIME_CALL = re.compile(r"\bcuda[A-Z]\w*\s*\(|<<<")
+
+
+def helper_header(name: str, code: str, stats: CudaStats) -> bool:
+    """A header with no `__global__` kernel, no launch or stream, no call into a CUDA library or the
+    CUDA runtime, and no parallel device code of its own (no thread or block index, no shared memory)
+    holds `__device__` helpers, macros and types that compute from their arguments, for the kernels
+    that include it (torch-scatter's atomics.cuh, a sorting network): they are ported with those
+    kernels, so the header is not a port unit, nor host code, of its own. A header that holds a
+    kernel's body as a device function (it reads threadIdx) stays."""
+    if not name.endswith(HEADER_SUFFIXES) or stats.kernels or stats.features.get("shared_memory"):
+        return False
+    if not _DEVICE_CODE.search(code):
+        return False  # host declarations (a cuBLAS handle in a struct, a bf16 prototype): host code
+    if _THREAD_INDEX.search(code):
+        return False
+    if any(lib in _WORK_LIBRARIES for lib in stats.libraries):
+        return False
+    return not (_LAUNCHER.search(code) or _RUNTIME_CALL.search(code))
+
+
 def _enclosing(gates: list, line: int):
     """The innermost gate (first line, last line, ...) around a line, or None."""
     inside = [g for g in gates if g[0] <= line <= g[1]]
@@ -505,6 +537,8 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
             if not matched:
                 continue
             if costing == "cuda-kernel" and stats is not None and not device_work(name, code, stats):
+                continue
+            if costing in ("cuda-kernel", "cuda-host") and stats is not None and helper_header(name, code, stats):
                 continue
             first = matched[0]
             details = stats.details() if stats is not None else {}
