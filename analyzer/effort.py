@@ -438,7 +438,7 @@ class _Planner:
                 triton_kernels[(f.path, name)] = HELPERS
                 continue
             stem = op_stem(name, f.path)
-            if _BACKWARD.search(name):
+            if _BACKWARD.search(name) and not has_reference(stem, self.references, [f.path]):
                 stem = backward_of(stem, forwards.get(f.path) or forwards.get(sibling_forward(f.path)) or {})
             tid = f"T-triton-{stem}"
             sketch = nearcopy.hashes(f.kernel_facts.fingerprint)

@@ -153,3 +153,9 @@ def test_cuda_near_copies_by_content_are_one_op(tmp_path):
         del f.details["kernel_fingerprints"]
     (by_name,), _ = estimate(cu, CATALOG)
     assert by_name.details["ops"] == 2 and by_name.details["kernel_units"] == approx(2)
+
+
+def test_a_backward_with_its_own_pytorch_reference_stays_a_switch():
+    fs = kernels(("ops/mlp.py", "swiglu_fwd_kernel"), ("ops/mlp.py", "swiglu_bwd_kernel_dgu"))
+    tasks, _ = estimate(fs, CATALOG, references=frozenset({"swiglu_dgu"}))
+    assert {t.id: t.kind for t in tasks} == {"T-triton-swiglu": "rewrite-kernel", "T-triton-swiglu_dgu": "switch-to-reference"}

@@ -466,9 +466,9 @@ def helper_header(name: str, code: str, stats: CudaStats) -> bool:
     """A header with no `__global__` kernel, no launch or stream, no call into a CUDA library or the
     CUDA runtime, and no parallel device code of its own (no thread or block index, no shared memory)
     holds `__device__` helpers, macros and types that compute from their arguments, for the kernels
-    that include it (torch-scatter's atomics.cuh, a sorting network): they are ported with those
-    kernels, so the header is not a port unit, nor host code, of its own. A header that holds a
-    kernel's body as a device function (it reads threadIdx) stays."""
+    that include it (torch-scatter's atomics.cuh): they are ported with those kernels, so the header
+    is not a kernel port unit of its own (NR1703); a host rule may still count it as the extension's
+    code. A header that holds a kernel's body as a device function (it reads threadIdx) stays."""
     if not name.endswith(HEADER_SUFFIXES) or stats.kernels or stats.features.get("shared_memory"):
         return False
     if not _DEVICE_CODE.search(code):
@@ -538,7 +538,7 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
                 continue
             if costing == "cuda-kernel" and stats is not None and not device_work(name, code, stats):
                 continue
-            if costing in ("cuda-kernel", "cuda-host") and stats is not None and helper_header(name, code, stats):
+            if costing == "cuda-kernel" and stats is not None and helper_header(name, code, stats):
                 continue
             first = matched[0]
             details = stats.details() if stats is not None else {}
