@@ -684,7 +684,8 @@ class _Planner:
             match = nearcopy.copy_of(sketch, grouped)
             if match is not None:
                 stem, copy = match[0], match[1] == backward
-            grouped.append((sketch, (stem, backward)))
+            if match is None or not copy:  # a copy adds nothing to compare with: the walk stays linear in copies
+                grouped.append((sketch, (stem, backward)))
         return stem, copy
 
     def op_units(self, ops: dict[str, list[tuple[str, float, str, bool]]]) -> tuple[float, list[str]]:

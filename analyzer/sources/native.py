@@ -160,6 +160,7 @@ def cuda_stats(code: str) -> CudaStats:
     line_of = line_finder(code)
     pairs: dict[int, int] | None = None
     head_end = None
+    bodies: list[tuple[int, int, int]] = []  # each kernel's (start, body's `{`, past its `}`)
     for m in _KERNEL.finditer(code):
         # A definition's head runs to its body's `{`; a declaration ends at `;` first. Kernels come
         # in order, so one found end serves every kernel before it (linear, whatever the file).
@@ -177,8 +178,13 @@ def cuda_stats(code: str) -> CudaStats:
         pairs = _brace_pairs(code) if pairs is None else pairs
         line = line_of(m.start())
         close = pairs[head_end.start()]
-        fingerprint = nearcopy.fingerprint(c_tokens(code[head_end.start():close + 1]))
-        stats.kernels.append(Kernel(names[-1], line, line_of(close) - line + 1, fingerprint))
+        bodies.append((m.start(), head_end.start(), close + 1))
+        stats.kernels.append(Kernel(names[-1], line, line_of(close) - line + 1))
+    # A body ends at its closing brace, and never past the next kernel (braces left open would make
+    # every body run to the end of the file: quadratic on a large file).
+    for n, (k, (_, start, end)) in enumerate(zip(stats.kernels, bodies)):
+        stop = min(end, bodies[n + 1][0]) if n + 1 < len(bodies) else end
+        k.fingerprint = nearcopy.fingerprint(c_tokens(code[start:stop]))
     for key, rx in _FEATURES.items():
         count = len(rx.findall(code))
         if count:
