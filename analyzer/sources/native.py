@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import nearcopy
-from .kerneltokens import c_tokens
+from .ctokens import c_tokens
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 NATIVE_SUFFIXES = CUDA_SUFFIXES + (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
