@@ -66,6 +66,8 @@ SETUP_SHARE = 0.25  # a dynamic shape or unsupported op in code that runs once c
 VARIANT_SHARE = 0.35
 COPY_SHARE = 0.1  # the same op's kernel again in another file (a copy per model or backend)
 _BACKWARD = re.compile(r"(?i)bwd|backward|grad")
+# A kernel specialised for one tile, block or chunk size is the same op compiled with another constant.
+_TILE_SIZE = re.compile(r"^(?:\d+x\d+|(?:block|blockdim|blocksize|chunk|dim|headdim|tile|bs|bt|bk|bv)\d+)$")
 LEARNING = 0.75
 # An op with a PyTorch reference in the repository: switch to it, validate numerics, then optimise.
 REFERENCE_SWITCH = Range(0.5, 2.0, 6.0)
@@ -93,6 +95,7 @@ SETUP_SCOPE = re.compile(
     r"|_?create\w*|configure\w*|_?register\w*|_?validate\w*|_?check\w*)$"
 )
 SHARED_CATEGORIES = ("dynamic-shape", "unsupported-op")  # families of fixes on one learning curve
+HELPERS = "T-triton-helpers"  # @triton.jit device functions: part of the kernels that call them
 
 MECHANICAL = ("device", "distributed", "precision", "compile", "host-sync", "dependency")
 FAMILY_TITLES = {
@@ -120,11 +123,31 @@ def op_stem(name: str, path: str = "") -> str:
     """The op a kernel implements: `_chunk_scan_fwd_kernel` and `chunk_scan_bwd_kernel_fp16` are
     `chunk_scan`; a name that is all noise stays itself. Tokens naming the kernel's own folders are
     dropped too, so copies of one kernel per model (`ops/gla/chunk.py: chunk_gla_fwd_kernel_o`,
-    `ops/gsa/chunk.py: chunk_gsa_fwd_kernel_o`) are one op."""
+    `ops/gsa/chunk.py: chunk_gsa_fwd_kernel_o`) are one op, and so are tile-size specialisations
+    (`prepare_wy_repr_fwd_kernel_chunk32` / `_chunk64`, `_blockdim64`, `merge_16x16_...`)."""
     tokens = _words(name)
     folders = _folder_words([path])
-    kept = [t for t in tokens if t not in _OP_NOISE and not t.isdigit() and t not in folders]
+    kept = [t for t in tokens if t not in _OP_NOISE and not t.isdigit() and t not in folders
+            and not _TILE_SIZE.match(t)]
     return "_".join(kept) or "_".join(t for t in tokens if t not in _OP_NOISE) or "_".join(tokens) or name
+
+
+def backward_of(stem: str, forwards: dict[str, float]) -> str:
+    """The op a backward kernel belongs to. A backward is named by the gradient it computes
+    (`chunk_bwd_kernel_dh`, `_dqkwg`, `_dA`), not by its forward (`chunk_fwd_kernel_h`): when no
+    forward of its own name sits in its file (or in the file named like it with fwd for bwd), it is
+    the backward of the forward there that shares most words with it (the largest of equals)."""
+    if not forwards or stem in forwards:
+        return stem
+    words = set(stem.split("_"))
+    return max(sorted(forwards), key=lambda f: (len(words & set(f.split("_"))), forwards[f]))
+
+
+def sibling_forward(path: str) -> str:
+    """`ops/x/chunk_o_bwd.py` -> `ops/x/chunk_o_fwd.py`: the file holding the forward of a backward file."""
+    p = PurePosixPath(path)
+    name = re.sub(r"(?i)(?<![a-z])bwd(?![a-z])", "fwd", re.sub(r"(?i)(?<![a-z])backward(?![a-z])", "forward", p.name))
+    return str(p.with_name(name)) if name != p.name else ""
 
 
 def reference_stems(def_names) -> frozenset[str]:
@@ -421,10 +444,19 @@ class _Planner:
         either op has a PyTorch reference: that is a switch, not a port). Walked by path and line, so
         the same tree groups the same way in any file order."""
         grouped: list[tuple[frozenset[int], tuple[str, bool]]] = []  # sketches so far: (task, a backward?)
+        forwards = self.forward_stems(idx)
         for i in sorted(idx, key=lambda i: (self.findings[i].path, self.findings[i].line, self.findings[i].kernel_facts.kernel)):
             f = self.findings[i]
             name = f.kernel_facts.kernel
+            if f.kernel_facts.device_function:
+                # inlined into the kernels that call it: ported with them, never an op of its own
+                self.draft(HELPERS, "Triton device functions, ported with the kernels that call them", "triton",
+                           "rewrite-kernel", op="").idx.append(i)
+                triton_kernels[(f.path, name)] = HELPERS
+                continue
             stem = op_stem(name, f.path)
+            if _BACKWARD.search(name) and not has_reference(stem, self.references, [f.path]):
+                stem = backward_of(stem, forwards.get(f.path) or forwards.get(sibling_forward(f.path)) or {})
             tid = f"T-triton-{stem}"
             sketch = nearcopy.hashes(f.kernel_facts.fingerprint)
             backward = bool(_BACKWARD.search(name))
@@ -439,6 +471,17 @@ class _Planner:
             triton_kernels[(f.path, name)] = tid
             if sketch and not has_reference(d.details["op"], self.references, [f.path]):
                 grouped.append((sketch, (tid, backward)))
+
+    def forward_stems(self, idx: list[int]) -> dict[str, dict[str, float]]:
+        """Per file, the ops of its forward Triton kernels and the size of the largest (in lines)."""
+        out: dict[str, dict[str, float]] = {}
+        for i in idx:
+            facts = self.findings[i].kernel_facts
+            if not facts.device_function and not _BACKWARD.search(facts.kernel):
+                stems = out.setdefault(self.findings[i].path, {})
+                stem = op_stem(facts.kernel, self.findings[i].path)
+                stems[stem] = max(stems.get(stem, 0.0), float(facts.lines))
+        return out
 
     def library_kind(self, d: _Draft) -> None:
         """Swap (a Neuron equivalent exists: the catalog's swap numbers), rewrite, or gate. A library a
@@ -568,7 +611,9 @@ class _Planner:
         build_rules: list[Rule] = []
         ops: dict[str, list[float]] = {}  # op -> weighted sizes of its kernels
         exported: set[str] = set()  # prebuilt libraries' functions: one build per CUDA version is one port
-        for i in d.idx:
+        grouped: list[tuple[frozenset[int], tuple[str, bool]]] = []  # kernel sketches so far: (op, a backward?)
+        near: set[str] = set()  # kernels in an op by content (near-copies), not by name
+        for i in sorted(d.idx, key=lambda i: (self.findings[i].path, self.findings[i].line)):
             f = self.findings[i]
             rule = self.rule(f)
             files.add(f.path)
@@ -587,9 +632,13 @@ class _Planner:
                     kernels += k
                     kernel_loc += int(loc)
                     names = list(facts.kernel_names) or [PurePosixPath(f.path).stem] * k
-                    for name in names[:k]:
-                        ops.setdefault(op_stem(name, f.path), []).append(
-                            (f.path, weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC), name, False))
+                    sketches = list(facts.kernel_fingerprints) + [""] * k
+                    for name, fp in zip(names[:k], sketches):
+                        stem, copy = self.cuda_op(op_stem(name, f.path), name, fp, f.path, grouped)
+                        ops.setdefault(stem, []).append(
+                            (f.path, weight(f) * kernel_size(loc / k, CUDA_REF_KERNEL_LOC), name, copy))
+                        if copy:
+                            near.add(name)
                     backward = backward or facts.backward
                 else:
                     host.append(f)
@@ -635,6 +684,8 @@ class _Planner:
                          files=len(files), backward=backward)
         if referenced:
             d.details["references"] = referenced
+        if near:
+            d.details["near_copies"] = sorted(near)
         unit = "exported function" if exported and kernels == len(exported) else "kernel"
         what = f"{kernels} {unit}{'s' if kernels != 1 else ''}, {len(ops)} op{'s' if len(ops) != 1 else ''}, in {len(files)} file{'s' if len(files) != 1 else ''}"
         verb = "Switch CUDA extension" if d.kind == "switch-to-reference" else "Port CUDA extension"
@@ -648,6 +699,21 @@ class _Planner:
             f"; PyTorch reference for {', '.join(f'`{r}`' for r in named)}" if named else "") + (
             f"; CPU implementation of {len(hosted)} op{'s' if len(hosted) != 1 else ''} in the extension" if hosted else "")
         return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
+
+    def cuda_op(self, stem: str, name: str, fp: str, path: str, grouped: list) -> tuple[str, bool]:
+        """The op of a CUDA kernel, walked by path and line: the op its name says, unless its body is a
+        near-copy of a kernel already grouped (then that kernel's op, as a copy when both or neither
+        are a backward), as for Triton (triton_ops); never when either op has a PyTorch reference."""
+        sketch = nearcopy.hashes(fp)
+        backward = bool(_BACKWARD.search(name))
+        copy = False
+        if sketch and not has_reference(stem, self.references, [path]):
+            match = nearcopy.copy_of(sketch, grouped)
+            if match is not None:
+                stem, copy = match[0], match[1] == backward
+            if match is None or not copy:  # a copy adds nothing to compare with: the walk stays linear in copies
+                grouped.append((sketch, (stem, backward)))
+        return stem, copy
 
     def op_units(self, ops: dict[str, list[tuple[str, float, str, bool]]]) -> tuple[float, list[str]]:
         """Kernel units of the ops without a PyTorch reference, and the ops with one. An op's largest
@@ -664,10 +730,14 @@ class _Planner:
                 continue
             ordered = sorted(sizes, key=lambda s: (-s[1], s[0], s[2], s[3]))
             home, _, home_name, _ = ordered[0]
-            pair = bool(_BACKWARD.search(home_name))  # the largest is a backward: the rest pair with it
-            units += ordered[0][1] + sum(
-                (VARIANT_SHARE if p == home or (not copy and (pair or _BACKWARD.search(n))) else COPY_SHARE) * k
-                for p, k, n, copy in ordered[1:])
+            units += ordered[0][1]
+            # the largest of the other direction (the op's backward, or its forward) is a variant; a
+            # kernel of a direction already counted is a variant in the home file, elsewhere a copy
+            directions = {bool(_BACKWARD.search(home_name))}
+            for p, k, n, copy in ordered[1:]:
+                direction = bool(_BACKWARD.search(n))
+                units += (VARIANT_SHARE if p == home or (not copy and direction not in directions) else COPY_SHARE) * k
+                directions.add(direction)
         return units, referenced
 
     def switch_cost(self, d: _Draft) -> Range:
@@ -697,6 +767,8 @@ class _Planner:
                 k = weight(f) * kernel_size(float(facts.lines), TRITON_REF_LINES)
                 if facts.atomics:
                     k *= ATOMICS_FACTOR
+                if facts.device_function:
+                    k = 0.0  # inlined into its callers: their units carry it
                 sizes.append((f.path, k, facts.kernel, i in self.copies))
                 names.add(facts.kernel)
                 if i in self.copies:
@@ -727,6 +799,9 @@ class _Planner:
         n = len(names)
         folded = f", {len(copies)} of them near-copies by content" if copies else ""
         verb = "Switch Triton op" if referenced else "Rewrite Triton op"
+        if d.id == HELPERS:
+            d.title = f"Port the Triton device functions with the kernels that call them ({n} in {where})"
+            return _add(*parts) if parts else Range(0.0, 0.0, 0.0)
         d.title = f"{verb} `{op}` ({n} kernel{'s' if n != 1 else ''} in {where}{folded})" + (
             ("; PyTorch has the op" if core_op(op) and op not in self.references else
              "; PyTorch reference in the repository") if referenced else "")

@@ -140,6 +140,8 @@ class KernelFacts:
     pytorch_path: bool = False  # a setting picks this kernel; a PyTorch path sits beside it
     prebuilt: bool = False  # a compiled library with no source: kernel_names are its exported functions
     fingerprint: str = ""  # Triton kernel: a sketch of its body's shingles, to find near-copies (nearcopy.py)
+    device_function: bool = False  # a @triton.jit that returns a value: inlined into the kernels that call it
+    kernel_fingerprints: tuple[str, ...] = ()  # CUDA source: a sketch per kernel, in kernel_names' order
 
     @classmethod
     def of(cls, details: dict[str, Any]) -> "KernelFacts":
@@ -157,6 +159,8 @@ class KernelFacts:
             pytorch_path=bool(details.get("pytorch_path")),
             prebuilt=bool(details.get("prebuilt")),
             fingerprint=str(details.get("fingerprint") or ""),
+            device_function=bool(details.get("device_function")),
+            kernel_fingerprints=tuple(str(n) for n in details.get("kernel_fingerprints") or ()),
         )
 
 

@@ -4,6 +4,7 @@ Identifiers are normalised (`$id`): a copy of a kernel per model renames its var
 arguments, not its algorithm. Attribute names stay (`tl.load`, `tl.dot`, `.to`): they name the API
 the kernel calls. Literals keep only their kind (a copy tunes block sizes and constants). Whitespace,
 comments, commas and redundant parentheses are formatting, not code.
+(CUDA bodies are read by ctokens.py, the same normalisation over C tokens.)
 """
 
 from __future__ import annotations
@@ -47,3 +48,4 @@ def body_tokens(body: cst.CSTNode) -> list[str]:
     for n in iter_subtree(body):
         acc.add(n)
     return acc.tokens
+

@@ -14,6 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import nearcopy
+from .ctokens import c_tokens
+
 CUDA_SUFFIXES = (".cu", ".cuh")
 NATIVE_SUFFIXES = CUDA_SUFFIXES + (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".inl")
 CMAKE_NAMES = ("CMakeLists.txt",)
@@ -123,6 +126,7 @@ class Kernel:
     name: str
     line: int
     loc: int
+    fingerprint: str = ""  # a sketch of its body's normalised tokens, to find near-copies (nearcopy.py)
 
 
 @dataclass
@@ -141,6 +145,8 @@ class CudaStats:
             "loc": self.loc,
             "backward": any(re.search(r"(?i)bwd|backward|grad", k.name) for k in self.kernels),
         }
+        if self.kernels:
+            d["kernel_fingerprints"] = [k.fingerprint for k in self.kernels]
         d.update(self.features)
         if self.libraries:
             d["libraries"] = self.libraries
@@ -154,6 +160,7 @@ def cuda_stats(code: str) -> CudaStats:
     line_of = line_finder(code)
     pairs: dict[int, int] | None = None
     head_end = None
+    bodies: list[tuple[int, int, int]] = []  # each kernel's (start, body's `{`, past its `}`)
     for m in _KERNEL.finditer(code):
         # A definition's head runs to its body's `{`; a declaration ends at `;` first. Kernels come
         # in order, so one found end serves every kernel before it (linear, whatever the file).
@@ -170,7 +177,14 @@ def cuda_stats(code: str) -> CudaStats:
             continue
         pairs = _brace_pairs(code) if pairs is None else pairs
         line = line_of(m.start())
-        stats.kernels.append(Kernel(names[-1], line, line_of(pairs[head_end.start()]) - line + 1))
+        close = pairs[head_end.start()]
+        bodies.append((m.start(), head_end.start(), close + 1))
+        stats.kernels.append(Kernel(names[-1], line, line_of(close) - line + 1))
+    # A body ends at its closing brace, and never past the next kernel (braces left open would make
+    # every body run to the end of the file: quadratic on a large file).
+    for n, (k, (_, start, end)) in enumerate(zip(stats.kernels, bodies)):
+        stop = min(end, bodies[n + 1][0]) if n + 1 < len(bodies) else end
+        k.fingerprint = nearcopy.fingerprint(c_tokens(code[start:stop]))
     for key, rx in _FEATURES.items():
         count = len(rx.findall(code))
         if count:
@@ -448,6 +462,30 @@ def device_work(name: str, code: str, stats: CudaStats) -> bool:
     return bool(_LAUNCHER.search(code))
 
 
+# a header is included into the kernels' translation units; the CUDA runtime API is host work of its own
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".inl")
+_DEVICE_CODE = re.compile(r"\b(?:__device__|CUTLASS_DEVICE|CUTLASS_HOST_DEVICE|CUTE_DEVICE|CUTE_HOST_DEVICE)\b")
+_RUNTIME_CALL = re.compile(r"\bcuda[A-Z]\w*\s*\(|<<<")
+
+
+def helper_header(name: str, code: str, stats: CudaStats) -> bool:
+    """A header with no `__global__` kernel, no launch or stream, no call into a CUDA library or the
+    CUDA runtime, and no parallel device code of its own (no thread or block index, no shared memory)
+    holds `__device__` helpers, macros and types that compute from their arguments, for the kernels
+    that include it (torch-scatter's atomics.cuh): they are ported with those kernels, so the header
+    is not a kernel port unit of its own (NR1703); a host rule may still count it as the extension's
+    code. A header that holds a kernel's body as a device function (it reads threadIdx) stays."""
+    if not name.endswith(HEADER_SUFFIXES) or stats.kernels or stats.features.get("shared_memory"):
+        return False
+    if not _DEVICE_CODE.search(code):
+        return False  # host declarations (a cuBLAS handle in a struct, a bf16 prototype): host code
+    if _THREAD_INDEX.search(code):
+        return False
+    if any(lib in _WORK_LIBRARIES for lib in stats.libraries):
+        return False
+    return not (_LAUNCHER.search(code) or _RUNTIME_CALL.search(code))
+
+
 def _enclosing(gates: list, line: int):
     """The innermost gate (first line, last line, ...) around a line, or None."""
     inside = [g for g in gates if g[0] <= line <= g[1]]
@@ -505,6 +543,8 @@ def scan_native(name: str, text: str, entries: list) -> tuple[list[NativeHit], d
             if not matched:
                 continue
             if costing == "cuda-kernel" and stats is not None and not device_work(name, code, stats):
+                continue
+            if costing == "cuda-kernel" and stats is not None and helper_header(name, code, stats):
                 continue
             first = matched[0]
             details = stats.details() if stats is not None else {}

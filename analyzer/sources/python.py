@@ -432,9 +432,12 @@ class PythonScanner(Walker):
         atomics = 0
         tl_ops = 0
         tokens = BodyTokens() if any(hit.rule.costing == "triton-kernel" for hit in hits) else None
+        returns = False  # a launched kernel returns nothing: a @triton.jit that returns a value is a device function
         for n in iter_subtree(node.body):
             if tokens is not None:
                 tokens.add(n)
+            if type(n) is cst.Return and n.value is not None:
+                returns = True
             if type(n) is cst.Call:
                 parts = dotted_parts(n.func)
                 if parts and len(parts) >= 2:
@@ -454,6 +457,8 @@ class PythonScanner(Walker):
             )
             if hit.rule.costing == "triton-kernel":  # the kernel's own finding: effort.py folds near-copies by it
                 hit.details["fingerprint"] = fingerprint
+                if returns:
+                    hit.details["device_function"] = True
 
     def enter_param(self, node: cst.Param, line: int) -> None:
         self.nonref.add(id(node.name))
