@@ -20,12 +20,20 @@ SETUP = """\
 """
 
 
+BODIES = {  # different work per op: identical bodies would be near-copies of one op (nearcopy.py)
+    "knn": "for (int j = 0; j < n; j++) { float d = pos[i] - pos[j]; if (d * d < 1.0f) out[i] = j; }",
+    "radius": "float r = pos[i] * pos[i]; while (r > 1.0f) { r = r / 2.0f; out[i] += 1; }",
+    "fps": "long best = 0; for (int j = 1; j < n; j++) if (pos[j] > pos[best]) best = j; out[0] = best;",
+    "nearest": "out[i] = (long)(pos[i] + 0.5f); if (out[i] < 0) { out[i] = -out[i]; }",
+}
+
+
 def _kernel(name: str) -> str:
     return f"""\
         #include <cuda_runtime.h>
         __global__ void {name}_kernel(const float* pos, long* out, int n) {{
           int i = blockIdx.x * blockDim.x + threadIdx.x;
-          if (i < n) out[i] = (long)(pos[i] * 2.0f);
+          if (i < n) {{ {BODIES[name]} }}
         }}
     """
 
