@@ -249,8 +249,9 @@ def _is_trains_call(node: ast.Call) -> bool:
     return False
 
 
-def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
-    """The function-level facts of one parsed file (see the module docstring)."""
+def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str | None = None) -> dict:
+    """The function-level facts of one parsed file (see the module docstring); `text`, its source,
+    lets a fact skip a walk the text rules out."""
     fx = _Facts(module_name, is_package)
     _bind_top(fx, tree)
     _Walk(fx).run(tree)
@@ -276,7 +277,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
         out["neuron"] = True
     if fx.neuron_scopes:
         out["neuron_scopes"] = sorted(fx.neuron_scopes)
-    if compiles := compile_sites(tree, fx.bindings):
+    if compiles := compile_sites(tree, fx.bindings, text):
         out["compiles"] = compiles  # what torch.compile is applied to (compilefacts.py)
     if fx.main_trains:
         out["main_trains"] = True
@@ -898,14 +899,7 @@ def _statement_names(node: ast.AST) -> tuple[set[str], dict[str, int]]:
                 for e in [tg] if type(tg) is ast.Name else getattr(tg, "elts", ()):
                     if type(e) is ast.Name:
                         assigned[e.id] = assigned.get(e.id, 0) + 1
-            for field in ("body", "orelse", "finalbody"):
-                sub = getattr(st, field, None)
-                if type(sub) is list:
-                    stack.append(sub)
-            for h in getattr(st, "handlers", ()):
-                stack.append(h.body)
-            for case in getattr(st, "cases", ()):
-                stack.append(case.body)
+            stack.extend(_blocks(st))
     return out, assigned
 
 
@@ -919,16 +913,38 @@ def _loader_loop(it: ast.AST) -> bool:
 def _rewrites_weights(node: ast.FunctionDef) -> bool:
     """Weight surgery: a loop over a model's modules that assigns parameter values through `.data`
     (merging, re-initialising or post-processing a trained model; the step updates weights through
-    an optimizer instead)."""
-    for loop in ast.walk(node):
+    an optimizer instead). Loops and assignments are statements: read through statement blocks only."""
+    for loop in _statements(node.body):
         if type(loop) is not ast.For or type(loop.iter) is not ast.Call:
             continue
         if (_chain(loop.iter.func) or [""])[-1] not in ("named_modules", "modules"):
             continue
-        for st in ast.walk(loop):
+        for st in _statements(loop.body + loop.orelse):
             if type(st) is ast.Assign and any(type(t) is ast.Attribute and t.attr == "data" for t in st.targets):
                 return True
     return False
+
+
+def _statements(stmts: list[ast.stmt]):
+    """Every statement in `stmts` and in the blocks nested in them (function and class bodies too):
+    what ast.walk finds of statements, without entering an expression (none holds a statement)."""
+    stack = [stmts]
+    while stack:
+        for st in stack.pop():
+            yield st
+            stack.extend(_blocks(st))
+
+
+def _blocks(st: ast.stmt):
+    """The statement blocks directly inside a statement (bodies, branches, handlers, cases)."""
+    for field in ("body", "orelse", "finalbody"):
+        sub = getattr(st, field, None)
+        if type(sub) is list:
+            yield sub
+    for h in getattr(st, "handlers", ()):
+        yield h.body
+    for case in getattr(st, "cases", ()):
+        yield case.body
 
 
 def _gives_up(stmts: list[ast.stmt]) -> bool:

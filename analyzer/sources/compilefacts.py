@@ -28,9 +28,13 @@ _MAX_DEPTH = 4
 MODULE_COMPILE_KEYWORDS = frozenset({"backend", "fullgraph", "dynamic", "mode", "options", "disable"})
 
 
-def compile_sites(tree: ast.Module, bindings: dict[str, str]) -> list[list]:
-    """[kind, scope, line, ref] for every place the file applies torch.compile (see the module doc)."""
+def compile_sites(tree: ast.Module, bindings: dict[str, str], text: str | None = None) -> list[list]:
+    """[kind, scope, line, ref] for every place the file applies torch.compile (see the module doc).
+    `text`, the tree's source, spares the walk of a file that never spells `compile` nor `optimize`
+    (every form, and every import binding one, does; ASCII only: other identifiers are normalised)."""
     if "torch" not in {q.split(".")[0] for q in bindings.values()}:
+        return []
+    if text is not None and text.isascii() and "compile" not in text and "optimize" not in text:
         return []
     walk = _Walk(bindings)
     walk.visit(tree)
