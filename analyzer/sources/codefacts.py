@@ -689,9 +689,9 @@ class _Walk:
         neither raises nor exits); None when the test is no capability check or has no alternative."""
         test = node.test
         negated = type(test) is ast.UnaryOp and type(test.op) is ast.Not
-        if not capability_test(test):
-            return None
         if not node.orelse or _gives_up(node.orelse) or _gives_up(node.body):
+            return None  # asked first: cheaper than reading the test
+        if not capability_test(test):
             return None
         return "else" if negated else "body"
 
@@ -970,8 +970,27 @@ def _has_config(c: list) -> bool:
 
 
 def _test_names(test: ast.AST) -> list[str]:
-    """The names and attribute names a condition reads (`is_triton_available`, `tpu` of `self.tpu`)."""
-    return [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
+    """The names and attribute names a condition reads (`is_triton_available`, `tpu` of `self.tpu`),
+    in no particular order (a stack, not ast.walk's generators: every `if` of every file asks)."""
+    out: list[str] = []
+    stack = [test]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ast.Name:
+            out.append(n.id)
+            continue
+        if t is ast.Attribute:
+            out.append(n.attr)
+            stack.append(n.value)
+            continue
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if isinstance(v, ast.AST):
+                stack.append(v)
+            elif type(v) is list:
+                stack.extend(x for x in v if isinstance(x, ast.AST))
+    return out
 
 
 def capability_test(test: ast.AST) -> bool:

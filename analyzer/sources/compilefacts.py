@@ -70,7 +70,23 @@ class _Walk(ast.NodeVisitor):
             for kind, scope, cls, line, target, where in self._pending:
                 self.sites.append([kind, where, line, self.ref(target, scope, cls, line, 0)])
             return None
-        return super().visit(node)
+        method = _METHODS.get(type(node))
+        return method(self, node) if method is not None else self.generic_visit(node)
+
+    def generic_visit(self, node):
+        """NodeVisitor's, in the same order, without its per-node name lookups and the leaves no
+        visit_ method reads (contexts, operators): every file that may compile is walked whole."""
+        plan = _FIELDS.get(type(node))
+        if plan is None:
+            plan = _FIELDS[type(node)] = tuple(f for f in node._fields if f not in ("ctx", "op", "ops"))
+        for field in plan:
+            v = getattr(node, field, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, ast.AST):
+                        self.visit(x)
+            elif isinstance(v, ast.AST):
+                self.visit(v)
 
     def _def(self, node, kind: str) -> None:
         self.stack.append((node.name, kind))
@@ -172,6 +188,11 @@ class _Walk(ast.NodeVisitor):
         if parts[0] in self.top:
             return "l:" + ".".join(parts)
         return ""
+
+
+# _Walk's own visit_ methods by node type (NodeVisitor's visit_Constant only forwards to generic_visit)
+_METHODS = {getattr(ast, name[len("visit_"):]): fn for name, fn in vars(_Walk).items() if name.startswith("visit_")}
+_FIELDS: dict[type, tuple[str, ...]] = {}  # per node type: the fields generic_visit enters
 
 
 def _module_compile(node: ast.Call) -> bool:
