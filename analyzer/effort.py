@@ -443,7 +443,8 @@ class _Planner:
         copy, or as its backward (or forward) where one is a backward and the other not (not when
         either op has a PyTorch reference: that is a switch, not a port). Walked by path and line, so
         the same tree groups the same way in any file order."""
-        grouped: list[tuple[frozenset[int], tuple[str, bool]]] = []  # sketches so far: (task, a backward?)
+        # sketches so far, each keyed (task, a backward?); indexed by the hashes rarest among these kernels
+        grouped = nearcopy.Sketches(nearcopy.hashes(self.findings[i].kernel_facts.fingerprint) for i in idx)
         forwards = self.forward_stems(idx)
         for i in sorted(idx, key=lambda i: (self.findings[i].path, self.findings[i].line, self.findings[i].kernel_facts.kernel)):
             f = self.findings[i]

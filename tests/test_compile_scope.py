@@ -122,6 +122,19 @@ def test_the_xla_target_keeps_its_own_messages(tmp_path):
 def test_compile_sites_per_file(source, expected):
     facts = code_facts(ast.parse(source), "pkg.train", False)
     assert facts.get("compiles", []) == expected
+    # the source given too: the text screen that skips the walk never drops a site
+    assert code_facts(ast.parse(source), "pkg.train", False, source).get("compiles", []) == expected
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import torch\ndef f(m):\n    return m\n", []),  # neither `compile` nor `optimize`: no walk
+    ("import torch\ndef f(m):\n    return torch.\uff43ompile(m)\n", [["call", "f", 3, ""]]),  # NFKC: torch.compile
+    ("import torch._dynamo as d\ndef f(m):\n    return d.optimize('eager')(m)\n", [["call", "f", 3, ""]]),
+])
+def test_the_text_screen_skips_only_files_that_cannot_compile(source, expected):
+    tree = ast.parse(source)
+    assert code_facts(tree, "m", False, source).get("compiles", []) == expected
+    assert code_facts(tree, "m", False).get("compiles", []) == expected
 
 
 def test_a_decorated_step_is_compiled(tmp_path):

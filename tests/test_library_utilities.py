@@ -234,3 +234,39 @@ def test_a_plugins_own_cuda_extension_is_the_plugins(tmp_path):
     cuda = [f for f in report.findings + report.off_path if f.path.endswith("kernel.cu")]
     assert cuda and all((f.context, f.details.get("feature")) == ("opt-in", "plugin:fastops") for f in cuda)
     assert not any(f.path.startswith("proj/integrations/fastops/") for f in report.findings)
+
+
+def test_weight_surgery_is_found_in_any_statement_block():
+    """The loop over a model's modules and its `.data` write are found however deep in statement
+    blocks they sit (with, try, if, an inner function), and not from a loop over anything else."""
+    import ast
+
+    from neuron_ready.sources.codefacts import code_facts
+
+    src = textwrap.dedent("""\
+        def merge(model, keep):
+            with ctx():
+                try:
+                    for name, m in model.named_modules():
+                        if keep:
+                            def inner():
+                                pass
+                        else:
+                            m.weight.data = m.weight.data * 0.5
+                finally:
+                    pass
+
+        def step(params, grads):
+            for p, g in zip(params, grads):
+                p.data = p.data - g
+
+        def outer(model):
+            def reset():
+                for m in model.modules():
+                    while True:
+                        m.bias.data = 0
+            return reset
+        """)
+    defs = code_facts(ast.parse(src), "m", False)["defs"]
+    assert "surgery" in defs["merge"][3] and "surgery" not in defs["step"][3]
+    assert "surgery" in defs["outer"][3] and "surgery" in defs["outer.reset"][3]

@@ -355,14 +355,14 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, tre
     return res
 
 
-def _code_facts(tree: ast.Module | None, module_name: str, is_package: bool) -> dict:
+def _code_facts(tree: ast.Module | None, module_name: str, is_package: bool, text: str | None = None) -> dict:
     if tree is None:
         return {}
     from .codefacts import code_facts
     from .optional_imports import guarded_only_imports
 
     try:
-        code = code_facts(tree, module_name, is_package)
+        code = code_facts(tree, module_name, is_package, text)
         guarded = guarded_only_imports(tree, module_name, is_package)
     except RecursionError:  # a pathological expression: the module-level answer stands
         return {}
@@ -453,7 +453,7 @@ def _scan_python(job: FileJob, text: str, ctx: ScanContext, result: FileResult) 
     result.facts.update(python_facts(text, module_name, is_package))
     result.facts.update(build_facts(text))
     tree = parse_tree(text)
-    result.facts.update(_code_facts(tree, module_name, is_package))
+    result.facts.update(_code_facts(tree, module_name, is_package, text))
     idx = ctx.index
     is_setup = PurePosixPath(job.rel).name == "setup.py"
     collect_setup = is_setup and bool(ctx.dep_entries)

@@ -296,8 +296,9 @@ def _is_trains_call(node: ast.Call) -> bool:
     return False
 
 
-def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
-    """The function-level facts of one parsed file (see the module docstring)."""
+def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str | None = None) -> dict:
+    """The function-level facts of one parsed file (see the module docstring); `text`, its source,
+    lets a fact skip a walk the text rules out."""
     fx = _Facts(module_name, is_package)
     _bind_top(fx, tree)
     _Walk(fx).run(tree)
@@ -324,7 +325,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool) -> dict:
         out["neuron"] = True
     if fx.neuron_scopes:
         out["neuron_scopes"] = sorted(fx.neuron_scopes)
-    if compiles := compile_sites(tree, fx.bindings):
+    if compiles := compile_sites(tree, fx.bindings, text):
         out["compiles"] = compiles  # what torch.compile is applied to (compilefacts.py)
     if fx.main_trains:
         out["main_trains"] = True
@@ -754,9 +755,9 @@ class _Walk:
         neither raises nor exits); None when the test is no capability check or has no alternative."""
         test = node.test
         negated = type(test) is ast.UnaryOp and type(test.op) is ast.Not
-        if not capability_test(test):
-            return None
         if not node.orelse or _gives_up(node.orelse) or _gives_up(node.body):
+            return None  # asked first: cheaper than reading the test
+        if not capability_test(test):
             return None
         return "else" if negated else "body"
 
@@ -1088,14 +1089,7 @@ def _statement_names(node: ast.AST) -> tuple[set[str], dict[str, int]]:
                 for e in [tg] if type(tg) is ast.Name else getattr(tg, "elts", ()):
                     if type(e) is ast.Name:
                         assigned[e.id] = assigned.get(e.id, 0) + 1
-            for field in ("body", "orelse", "finalbody"):
-                sub = getattr(st, field, None)
-                if type(sub) is list:
-                    stack.append(sub)
-            for h in getattr(st, "handlers", ()):
-                stack.append(h.body)
-            for case in getattr(st, "cases", ()):
-                stack.append(case.body)
+            stack.extend(_blocks(st))
     return out, assigned
 
 
@@ -1109,16 +1103,38 @@ def _loader_loop(it: ast.AST) -> bool:
 def _rewrites_weights(node: ast.FunctionDef) -> bool:
     """Weight surgery: a loop over a model's modules that assigns parameter values through `.data`
     (merging, re-initialising or post-processing a trained model; the step updates weights through
-    an optimizer instead)."""
-    for loop in ast.walk(node):
+    an optimizer instead). Loops and assignments are statements: read through statement blocks only."""
+    for loop in _statements(node.body):
         if type(loop) is not ast.For or type(loop.iter) is not ast.Call:
             continue
         if (_chain(loop.iter.func) or [""])[-1] not in ("named_modules", "modules"):
             continue
-        for st in ast.walk(loop):
+        for st in _statements(loop.body + loop.orelse):
             if type(st) is ast.Assign and any(type(t) is ast.Attribute and t.attr == "data" for t in st.targets):
                 return True
     return False
+
+
+def _statements(stmts: list[ast.stmt]):
+    """Every statement in `stmts` and in the blocks nested in them (function and class bodies too):
+    what ast.walk finds of statements, without entering an expression (none holds a statement)."""
+    stack = [stmts]
+    while stack:
+        for st in stack.pop():
+            yield st
+            stack.extend(_blocks(st))
+
+
+def _blocks(st: ast.stmt):
+    """The statement blocks directly inside a statement (bodies, branches, handlers, cases)."""
+    for field in ("body", "orelse", "finalbody"):
+        sub = getattr(st, field, None)
+        if type(sub) is list:
+            yield sub
+    for h in getattr(st, "handlers", ()):
+        yield h.body
+    for case in getattr(st, "cases", ()):
+        yield case.body
 
 
 def _gives_up(stmts: list[ast.stmt]) -> bool:
@@ -1144,8 +1160,27 @@ def _has_config(c: list) -> bool:
 
 
 def _test_names(test: ast.AST) -> list[str]:
-    """The names and attribute names a condition reads (`is_triton_available`, `tpu` of `self.tpu`)."""
-    return [n.id if type(n) is ast.Name else n.attr for n in ast.walk(test) if type(n) in (ast.Name, ast.Attribute)]
+    """The names and attribute names a condition reads (`is_triton_available`, `tpu` of `self.tpu`),
+    in no particular order (a stack, not ast.walk's generators: every `if` of every file asks)."""
+    out: list[str] = []
+    stack = [test]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ast.Name:
+            out.append(n.id)
+            continue
+        if t is ast.Attribute:
+            out.append(n.attr)
+            stack.append(n.value)
+            continue
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if isinstance(v, ast.AST):
+                stack.append(v)
+            elif type(v) is list:
+                stack.extend(x for x in v if isinstance(x, ast.AST))
+    return out
 
 
 def capability_test(test: ast.AST) -> bool:

@@ -28,9 +28,13 @@ _MAX_DEPTH = 4
 MODULE_COMPILE_KEYWORDS = frozenset({"backend", "fullgraph", "dynamic", "mode", "options", "disable"})
 
 
-def compile_sites(tree: ast.Module, bindings: dict[str, str]) -> list[list]:
-    """[kind, scope, line, ref] for every place the file applies torch.compile (see the module doc)."""
+def compile_sites(tree: ast.Module, bindings: dict[str, str], text: str | None = None) -> list[list]:
+    """[kind, scope, line, ref] for every place the file applies torch.compile (see the module doc).
+    `text`, the tree's source, spares the walk of a file that never spells `compile` nor `optimize`
+    (every form, and every import binding one, does; ASCII only: other identifiers are normalised)."""
     if "torch" not in {q.split(".")[0] for q in bindings.values()}:
+        return []
+    if text is not None and text.isascii() and "compile" not in text and "optimize" not in text:
         return []
     walk = _Walk(bindings)
     walk.visit(tree)
@@ -66,7 +70,23 @@ class _Walk(ast.NodeVisitor):
             for kind, scope, cls, line, target, where in self._pending:
                 self.sites.append([kind, where, line, self.ref(target, scope, cls, line, 0)])
             return None
-        return super().visit(node)
+        method = _METHODS.get(type(node))
+        return method(self, node) if method is not None else self.generic_visit(node)
+
+    def generic_visit(self, node):
+        """NodeVisitor's, in the same order, without its per-node name lookups and the leaves no
+        visit_ method reads (contexts, operators): every file that may compile is walked whole."""
+        plan = _FIELDS.get(type(node))
+        if plan is None:
+            plan = _FIELDS[type(node)] = tuple(f for f in node._fields if f not in ("ctx", "op", "ops"))
+        for field in plan:
+            v = getattr(node, field, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, ast.AST):
+                        self.visit(x)
+            elif isinstance(v, ast.AST):
+                self.visit(v)
 
     def _def(self, node, kind: str) -> None:
         self.stack.append((node.name, kind))
@@ -168,6 +188,11 @@ class _Walk(ast.NodeVisitor):
         if parts[0] in self.top:
             return "l:" + ".".join(parts)
         return ""
+
+
+# _Walk's own visit_ methods by node type (NodeVisitor's visit_Constant only forwards to generic_visit)
+_METHODS = {getattr(ast, name[len("visit_"):]): fn for name, fn in vars(_Walk).items() if name.startswith("visit_")}
+_FIELDS: dict[type, tuple[str, ...]] = {}  # per node type: the fields generic_visit enters
 
 
 def _module_compile(node: ast.Call) -> bool:
