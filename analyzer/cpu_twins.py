@@ -5,10 +5,11 @@ Graph and sparse extensions (torch-cluster, torch-sparse, torch-scatter) ship ea
 On Trainium such an op runs on the host from that CPU build (its outputs are often of
 data-dependent size anyway): the port is one switch for the extension (build it CPU-only, place
 its calls on the host, validate against the CUDA results), then NKI only where a profile asks, not
-a kernel rewrite per op. Twins are paired by name: the same stem once `_cuda`/`_gpu`/`_kernel(s)`
-and `_cpu` are dropped, in one folder or in sibling `cuda/` (`gpu/`) and `cpu/` folders. A binding
-file (`csrc/knn.cpp`, dispatching to both) is not a CPU implementation: only a `cpu/` folder or a
-`_cpu` name says so.
+a kernel rewrite per op. An op PyTorch has (torch-scatter's `scatter`, `segment_csr`) is not sent
+to the host: effort.py switches it to that op on the device. Twins are paired by name: the same
+stem once `_cuda`/`_gpu`/`_kernel(s)` and `_cpu` are dropped, in one folder or in sibling `cuda/`
+(`gpu/`) and `cpu/` folders. A binding file (`csrc/knn.cpp`, dispatching to both) is not a CPU
+implementation: only a `cpu/` folder or a `_cpu` name says so.
 """
 
 from __future__ import annotations

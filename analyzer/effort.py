@@ -656,8 +656,12 @@ class _Planner:
         if kernel_findings and all(f.kernel_facts.pytorch_path for f in kernel_findings):
             units, referenced = 0.0, ["<the PyTorch path beside it>"]  # one switch turns the whole extension off
         else:
-            # Ops the extension also builds for the CPU run on the host: one switch for all of them.
-            hosted = sorted(op for op, sizes in ops.items() if sizes and all(s[0] in self.cpu_twins for s in sizes))
+            # Ops the extension also builds for the CPU, and PyTorch lacks, run on the host: one switch
+            # for all of them. An op PyTorch has (or the repository has in PyTorch) runs on the device
+            # as that op, switched per op: the host round trip every step is not a port for it.
+            hosted = sorted(op for op, sizes in ops.items()
+                            if sizes and all(s[0] in self.cpu_twins for s in sizes)
+                            and not has_reference(op, self.references, [s[0] for s in sizes]))
             units, referenced = self.op_units({op: s for op, s in ops.items() if op not in hosted})
             if hosted:
                 d.details["cpu_ops"] = hosted
