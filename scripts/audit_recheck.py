@@ -38,6 +38,7 @@ def main() -> int:
     by_round: collections.Counter = collections.Counter()  # (round, verdict) still must-port
     unaudited = 0
     rows = []
+    true_left = []  # TRUE findings no longer must-port: each one is a regression to read
     for repo in sorted(by_repo):
         path = REPORTS / f"{repo}.json"
         if not path.exists():
@@ -60,6 +61,8 @@ def main() -> int:
                 repo_kept[a["verdict"]] += 1
             else:
                 moved[(a["verdict"], ctx)] += 1
+                if a["verdict"] == "TRUE":
+                    true_left.append(f"  {repo} {a['rule']} {a['path']}:{a['line']} -> {ctx} (round {a['round']})")
         new = sum(1 for f in report.get("findings", []) if (f["rule"], f["path"], f["line"]) not in audited)
         unaudited += new
         rows.append(f"| {repo} | {len(by_repo[repo])} | {sum(repo_kept.values())} | {repo_kept['TRUE']} | {new} |")
@@ -78,6 +81,9 @@ def main() -> int:
         print(f"round {n} ({path.rsplit('/', 1)[-1]}): {by_round[(n, 'TRUE')]} TRUE of {left} still must-port")
     print("moved out, by verdict and new context:",
           ", ".join(f"{v} -> {c}: {n}" for (v, c), n in sorted(moved.items())))
+    if true_left:
+        print("TRUE findings no longer must-port:")
+        print("\n".join(sorted(true_left)))
     return 0
 
 
