@@ -155,7 +155,9 @@ def encode_result(result: FileResult) -> bytes:
             "facts": result.facts,
         },
         separators=(",", ":"),
-        ensure_ascii=False,
+        # ASCII escapes carry what UTF-8 cannot: a string literal `"\ud800"` in scanned code is a
+        # lone surrogate in the facts (a default, a registry key) and must round-trip, not kill the worker.
+        ensure_ascii=True,
     ).encode()
 
 

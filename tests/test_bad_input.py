@@ -217,3 +217,23 @@ def test_one_too_complex_notebook_cell_hides_nothing_else(tmp_path):
     report = json.loads(r.out)
     assert [(f["rule"], f["cell"], f["line"]) for f in report["findings"]] == [("NR1001", 1, 2), ("NR1007", 3, 1)]
     assert [(d["kind"], d["message"][:7]) for d in report["diagnostics"]] == [("too-complex", "cell 2:")]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_escaped_lone_surrogate_in_a_literal_loses_nothing(tmp_path, jobs):
+    """`"\\ud800"` in source is a lone surrogate once evaluated (an option default, a registry key, a
+    compared value); UTF-8 cannot carry it. It killed the worker (a traceback on stderr) or, in one
+    process, the whole scan, and the file's findings were lost."""
+    (tmp_path / "train.py").write_text(
+        'import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--mode", default="\\ud800")\n'
+        'REG = {"\\udcff": torch.nn.Linear}\nargs = p.parse_args()\nif args.mode == "x\\ud800\\u202e":\n'
+        '    import flash_attn\nmodel = REG["\\udcff"](2, 2).cuda()\n', encoding="ascii")
+    for fmt in ("json", "text", "sarif", "markdown", "html"):
+        r = run_cli("scan", str(tmp_path), "--entry", "train.py", "--no-cache", "--jobs", jobs, "--format", fmt)
+        assert r.code == 0 and r.err == "", (fmt, r.err)
+        if fmt == "json":
+            report = json.loads(r.out)
+            assert not report["diagnostics"]
+            assert {f["rule"] for f in report["findings"]} >= {"NR1001"}  # the .cuda() after the literals
+            (feature,) = report["opt_in"]
+            assert "\\ud800" in feature["gate"]  # shown escaped, never raw
