@@ -950,3 +950,39 @@ def test_a_local_holding_a_cuda_check_is_a_cuda_check(tmp_path):
         """})
     got = {f.line: f.context for f in scan(root).findings + scan(root).off_path}
     assert got[7] == "opt-in" and got[9] == "opt-in"  # skipped on Trainium, like `if q.is_cuda:`
+
+
+def test_a_class_named_only_in_a_type_test_runs_none_of_its_code(tmp_path):
+    """`isinstance(self.strategy, DeepSpeedStrategy)` asks what the strategy is; it constructs nothing,
+    so the DeepSpeed strategy's methods are not on the path because of it. Constructing it is."""
+    strategies = """\
+        import torch
+
+        class Strategy:
+            def setup(self, model):
+                return model.to("cpu")
+
+        class FusedStrategy(Strategy):
+            def setup(self, model):
+                torch.cuda.synchronize()
+                return model.cuda()
+    """
+    train = """\
+        import torch
+        from strategies import FusedStrategy, Strategy
+
+        def run(strategy):
+            if isinstance(strategy, FusedStrategy) or issubclass(type(strategy), (FusedStrategy,)):
+                print("fused")
+            model = strategy.setup(torch.nn.Linear(2, 2))
+            for _ in range(3):
+                model(torch.ones(2)).sum().backward()
+
+        if __name__ == "__main__":
+            run(Strategy())
+    """
+    root = tree(tmp_path / "typetest", {"strategies.py": strategies, "train.py": train})
+    assert by_context(scan(root), "step") == set()
+    constructed = tree(tmp_path / "built", {"strategies.py": strategies,
+                                            "train.py": train.replace("run(Strategy())", "run(FusedStrategy())")})
+    assert by_context(scan(constructed), "step") == {"strategies.py:9", "strategies.py:10"}

@@ -772,6 +772,10 @@ class _Walk:
             t = type(n)
             if t is ast.Call:
                 self.call(n, refs)
+                f = n.func
+                if type(f) is ast.Name and f.id in _TYPE_TESTS and len(n.args) == 2 and not n.keywords:
+                    stack.append(n.args[0])  # `isinstance(s, DeepSpeedStrategy)` tests a type, runs none of its code
+                    continue
             elif t is ast.Lambda:
                 pass
             if t is ast.Name or t is ast.Attribute:
@@ -932,6 +936,9 @@ def _least_gated(imports: list[list]) -> list[list]:
         if mod not in best or region == -1:
             best[mod] = region
     return [[m, best[m]] for m in sorted(best)]
+
+
+_TYPE_TESTS = frozenset({"isinstance", "issubclass"})
 
 
 def _add_ref(refs: dict[str, list[int]], ref: str, region: int) -> None:
