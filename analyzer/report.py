@@ -14,7 +14,7 @@ from . import compile_scope, context as context_mod
 from .effort import estimate, reference_stems
 from .model import Diagnostic, Finding, Part, Report
 from .copies import mark_copies
-from .cpu_twins import cpu_twins
+from .cpu_twins import cpu_twins, wrapper_twins
 from .repeats import mark_repeats
 from .reach import FileInfo, Reach, analyse
 from .sources import FileResult
@@ -134,7 +134,8 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     # as compiled (compile_scope.py); a compile call the scan cannot place makes the whole step count
     # as compiled (a library's own compile helpers say nothing about how its users train).
     compiled = bool(unplaced_compiles)
-    twins = cpu_twins(r.rel for r in results)
+    # ops built for the CPU too, or computed by the project's Python off CUDA: a host switch (cpu_twins.py)
+    twins = cpu_twins(r.rel for r in results) | wrapper_twins(results, reach)
     tasks, est = estimate(on_path, catalog, reach, references=references, target=settings.target, compiled=compiled,
                           assume_fixed=settings.assume_fixed, cpu_twins=twins)
     analysed = sum(1 for r in results if analysed_file(r))

@@ -1,15 +1,20 @@
 """An extension that builds each op for the CPU too (torch-cluster's csrc/cpu/knn_cpu.cpp beside
 csrc/cuda/knn_cuda.cu) runs those ops on the host on Trainium: one switch for the extension, not a
 kernel rewrite per op. An op with only a CUDA version keeps its port, an op PyTorch has switches to
-it on the device; a binding file that dispatches to both is not a CPU implementation."""
+it on the device; a binding file that dispatches to both is not a CPU implementation. An op the
+project's Python calls only on CUDA tensors, beside a branch that computes the result itself, has a
+host path too; a branch that raises, asserts or calls the same op is none."""
 
 from __future__ import annotations
 
+import ast
 import json
+import textwrap
 
 from cli import run_cli
 from scanning import write_tree as tree
-from neuron_ready.cpu_twins import cpu_twins
+from neuron_ready.cpu_twins import cpu_twins, host_path_ops, host_path_twins
+from neuron_ready.sources.codefacts import code_facts
 
 SETUP = """\
     import glob
@@ -91,3 +96,105 @@ def test_an_op_pytorch_has_switches_to_it_on_the_device_not_to_the_cpu_build(tmp
     assert task["cpu_ops"] == ["knn"]
     assert "`scatter`" in task["title"] and "`segment_csr`" in task["title"]
     assert task["person_days"]["likely"] == 6.0  # three switches: two PyTorch ops and the CPU build
+
+
+# The Python wrapper as the host path: the op is called only on CUDA tensors, and the other branch
+# of the same device check computes the result itself (torch-cluster's `nearest` does it with SciPy).
+WRAPPER = """\
+    import torch
+    from graphlib import _C
+
+
+    def nearest(x, y):
+        if x.is_cuda:
+            return torch.ops.graphlib.nearest(x, y)
+        else:
+            return torch.cdist(x, y).argmin(dim=1)
+
+
+    def nearest_early(x, y):
+        if not x.is_cuda:
+            return torch.cdist(x, y).argmin(dim=1)
+        return torch.ops.graphlib.nearest_early(x, y)
+
+
+    def knn_local(x, y, k):
+        on_gpu = x.device.type == "cuda"
+        if on_gpu:
+            out = _C.knn_local(x, y, k)
+        else:
+            out = torch.cdist(x, y).topk(k, largest=False).indices
+        return out
+"""
+NOT_A_PATH = """\
+    import torch
+
+
+    def raising(x, y):
+        if x.is_cuda:
+            return torch.ops.graphlib.raising(x, y)
+        else:
+            raise NotImplementedError("CUDA only")
+
+
+    def asserting(x, y):
+        if torch.cuda.is_available():
+            out = torch.ops.graphlib.asserting(x, y)
+        else:
+            assert False, "needs a GPU"
+        return out
+
+
+    def same_op(x, y):
+        if x.is_cuda:
+            return torch.ops.graphlib.same_op(x, y)
+        else:
+            return torch.ops.graphlib.same_op(x.cuda(), y.cuda()).cpu()
+
+
+    def passthrough(x, y):
+        if x.is_cuda:
+            return torch.ops.graphlib.passthrough(x, y)
+        else:
+            return x
+
+
+    def pytorch_op(x):
+        if x.is_cuda:
+            return torch.ops.aten.relu(x)
+        else:
+            return x.clamp(min=0)
+"""
+
+
+def _facts(text: str) -> dict:
+    src = textwrap.dedent(text)
+    return code_facts(ast.parse(src), "graphlib.wrap", False, src)
+
+
+def test_an_op_called_only_on_cuda_beside_a_branch_that_computes_has_a_host_path():
+    ops = host_path_ops([_facts(WRAPPER)], modules={"graphlib._C"})
+    assert ops == {"nearest", "nearest_early", "knn_local"}
+    assert host_path_ops([_facts(WRAPPER)]) == {"nearest", "nearest_early"}  # `_C` built by no extension here
+    # a branch that raises, asserts, calls the same op or passes its input through is no path;
+    # an op of PyTorch itself (`torch.ops.aten`) is no extension's
+    assert host_path_ops([_facts(NOT_A_PATH)], modules={"graphlib._C"}) == frozenset()
+    kernels = {"csrc/cuda/nearest_cuda.cu": ["nearest_kernel"], "csrc/cuda/ops.cu": ["knn_local_kernel"],
+               "csrc/cuda/mixed.cu": ["knn_local_kernel", "radius_kernel"], "csrc/nearest.cpp": []}
+    assert host_path_twins(kernels, ops) == {"csrc/cuda/nearest_cuda.cu", "csrc/cuda/ops.cu"}
+
+
+def test_a_cuda_only_op_whose_wrapper_computes_it_off_cuda_joins_the_host_switch(tmp_path):
+    files = _extension(("knn",), ("nearest",))
+    hosted = _extension_task(tree(tmp_path / "wrapped", {**files, "graphlib/nearest.py": WRAPPER}))
+    assert hosted["kind"] == "switch-to-reference"
+    assert hosted["cpu_ops"] == ["knn", "nearest"]
+    assert hosted["person_days"]["likely"] == 2.0  # the one host switch of the extension
+
+    # the same op behind a wrapper whose else raises keeps its kernel port
+    raising = WRAPPER.replace("return torch.cdist(x, y).argmin(dim=1)\n\n\n    def nearest_early",
+                              "raise NotImplementedError('CUDA only')\n\n\n    def nearest_early")
+    assert raising != WRAPPER
+    ported = _extension_task(tree(tmp_path / "raising", {**files, "graphlib/nearest.py": raising}))
+    assert ported["kind"] == "port-extension" and ported["cpu_ops"] == ["knn"]
+    assert ported["kernel_units"] > 0 and ported["person_days"]["likely"] > hosted["person_days"]["likely"]

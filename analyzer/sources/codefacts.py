@@ -20,6 +20,10 @@ is a plain JSON-able record cached with the file's result:
   (`if x.is_cuda:`, `if device_type == "cuda":`, the rest of a function after
   `if not torch.cuda.is_available(): return`, with the return branch's lines as a hole)]. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
   found anywhere in the repository; whatever it cannot read is ["?"] (unknown: never a gate).
+- `host_paths`: [CUDA branch region, other branch region] of each CUDA check whose other branch
+  computes a result itself, neither raising, asserting nor exiting (`if x.is_cuda: return
+  torch.ops.lib.op(x) else: return scipy_path(x)`, or the early `if not x.is_cuda: return f(x)`):
+  what the CUDA branch alone calls has a host path (cpu_twins.py reads it with `refs`).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
   classes: [name, value, line].
@@ -151,6 +155,7 @@ class _Facts:
         self.members: set[str] = set()  # the enclosing class's other objects (`_members`)
         self.predicates: dict[str, list] = {}  # qualified name -> helper predicate (`predicate`)
         self.host_values: set[str] = set()
+        self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
         self.main_guard = 0
@@ -317,7 +322,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
     for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
                        ("registrations", fx.registrations), ("attributes", fx.attributes), ("predicates", fx.predicates),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
-                       ("host_values", sorted(fx.host_values)),
+                       ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated)):
         if value:
             out[key] = value
@@ -573,6 +578,8 @@ class _Walk:
                 fx.regions.append([st.lineno, end, ["cuda"], "body", self.region,
                                    f"if {_text(st.test)}: return", False, True, [ret[0], ret[1]]])  # ... and is not CUDA-only
                 self.region = len(fx.regions) - 1
+                if _computes(st.body):  # `if not x.is_cuda: return f(x)`: the return branch is a host path
+                    fx.host_paths.append([self.region, before])
             elif (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return and len(fx.regions) > before
                     and fx.regions[before][0] == st.lineno and _option_only(fx.regions[before][2])):
                 # `if not self.use_aux: return x`: the rest of the function runs only when the test is false
@@ -738,15 +745,18 @@ class _Walk:
         # the branch that runs only on a CUDA device, whatever decides the test (`if device_type == "cuda"`
         # reads a local, yet the branch is skipped on Trainium all the same)
         fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda_only == "body"])
-        self.region = len(fx.regions) - 1
+        self.region = body = len(fx.regions) - 1
         self.body(node.body)
         self.region = parent
         if node.orelse:
             start = node.orelse[0].lineno
             end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
             fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else", cuda_only == "else"])
-            self.region = len(fx.regions) - 1
+            self.region = other = len(fx.regions) - 1
             self.body(node.orelse)
+            # the branch that runs off CUDA computes a result itself (cuda_only: it does not give up)
+            if cuda_only and _computes(node.orelse if cuda_only == "body" else node.body):
+                fx.host_paths.append([body, other] if cuda_only == "body" else [other, body])
         self.region = parent
 
     def capability_guard(self, node: ast.If) -> str | None:
@@ -1151,6 +1161,22 @@ def _gives_up(stmts: list[ast.stmt]) -> bool:
         if type(st) is ast.Expr and type(st.value) is ast.Call:
             parts = _chain(st.value.func)
             if parts and parts[-1] in ("exit", "_exit", "quit"):
+                return True
+    return False
+
+
+def _computes(stmts: list[ast.stmt]) -> bool:
+    """A branch that computes a result: it returns or assigns a computed value (not a bare name or
+    constant: `return x` or `out = None` passes its input through) or updates a tensor in place
+    (`out.copy_(...)`), anywhere in its blocks. `pass`, a bare `return` or a warning compute nothing."""
+    for st in _statements(stmts):
+        t = type(st)
+        value = st.value if t in (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign) else None
+        if value is not None and type(value) not in (ast.Name, ast.Constant):
+            return True
+        if t is ast.Expr and type(st.value) is ast.Call and type(st.value.func) is ast.Attribute:
+            attr = st.value.func.attr
+            if attr.endswith("_") and not attr.startswith("_"):
                 return True
     return False
 
