@@ -144,3 +144,12 @@ def test_facts_record_a_nested_table_by_key_path_and_leave_nested_data_alone():
     assert ["q:norms.EagerRMSNorm", -1] in facts["refs"][""]
     # the membership test reads the inner table's keys and runs none of its entries: no lookup
     assert facts["lookups"]["build"] == [["_NORMS", ["path", ["field", "norm_kind"], ["field", "norm_impl"]], -1]]
+
+
+def test_a_configuration_named_as_one_keeps_its_own_rule_for_branches(tmp_path):
+    # `self.cfg.norm_impl` is read by the name rule (a configuration's default, docs/contexts.md
+    # "Instance attributes"); the table lookup is judged by who sets the field
+    files = {"block.py": NORMS["block.py"].replace("self.spec", "self.cfg")}
+    got = _norms(tmp_path, args="norm_impl='fused'", extra=files)
+    assert got["branch"] == ("opt-in", "only when self.cfg.norm_impl == 'fused' (norm_impl defaults to 'eager')")
+    assert got["layer-fused"][0] == "step"

@@ -261,11 +261,11 @@ class _Facts:
         if parts:
             if parts[-1] == "training" and len(parts) >= 2:
                 return ["train"]  # `self.training` / `model.training`: True in the training job
-            if ((len(parts) == 2 and parts[0] in self.config_params)
-                    or (len(parts) == 3 and parts[0] == "self" and parts[1] in self.config_members)):
-                return ["field", parts[-1]]  # `margs.mlp_impl`: the configuration class's field (context.py)
             if len(parts) >= 2 and self.config_root(parts):
                 return ["opt", parts[-1]]
+            if ((len(parts) == 2 and parts[0] in self.config_params)
+                    or (len(parts) == 3 and parts[0] == "self" and parts[1] in self.config_members)):
+                return ["field", parts[-1]]  # `margs.mlp_impl`, `margs: Arguments`: that class's field (context.py)
             if len(parts) == 2 and parts[0] == "self" and "self." + parts[1] in params:
                 return _param_cond(_param_of(params, "self." + parts[1]))  # `self.x = x` in __init__: x's default
             if len(parts) == 2 and parts[0] == "self" and (_FLAG_PARAM.search(parts[1]) or _EXPORT_SWITCH.search(parts[1])):
