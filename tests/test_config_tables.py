@@ -153,3 +153,54 @@ def test_a_configuration_named_as_one_keeps_its_own_rule_for_branches(tmp_path):
     got = _norms(tmp_path, args="norm_impl='fused'", extra=files)
     assert got["branch"] == ("opt-in", "only when self.cfg.norm_impl == 'fused' (norm_impl defaults to 'eager')")
     assert got["layer-fused"][0] == "step"
+
+
+CHOICE = {
+    "codebooks.py": """\
+        import torch
+
+        class EuclideanBook(torch.nn.Module):
+            def forward(self, x):
+                return torch.cdist(x, x)
+
+        class CosineBook(torch.nn.Module):
+            def forward(self, x):
+                return x[torch.nonzero(x)]
+
+        class Quantizer(torch.nn.Module):
+            def __init__(self, use_cosine=False, kind='plain'):
+                super().__init__()
+                book = EuclideanBook if not use_cosine else CosineBook
+                self.book = book()
+                self.norm = (torch.nn.Identity if kind == 'plain' else torch.nn.LayerNorm)(3)
+
+            def forward(self, x):
+                return self.book(x).sum()
+    """,
+    "train.py": """\
+        import torch
+        from codebooks import Quantizer
+
+        if __name__ == "__main__":
+            Quantizer({args})(torch.zeros(3, 3)).backward()
+    """,
+}
+
+
+def test_a_class_chosen_by_an_option_in_a_conditional_expression_is_opt_in(tmp_path):
+    got = _contexts(tree(tmp_path, {**CHOICE, "train.py": CHOICE["train.py"].replace("{args}", "")}))
+    assert got[("codebooks.py", 9)] == ("opt-in", "only when use_cosine (use_cosine defaults to False)")
+    got = _contexts(tree(tmp_path / "on", {**CHOICE, "train.py": CHOICE["train.py"].replace("{args}", "use_cosine=True")}))
+    assert got[("codebooks.py", 9)][0] == "step"
+
+
+def test_facts_give_each_arm_of_a_conditional_expression_a_region_that_holds_no_line():
+    src = CHOICE["codebooks.py"].replace("\n        ", "\n").strip()
+    facts = code_facts(ast.parse(src), "codebooks", False)
+    arms = [r for r in facts["regions"] if r[0] > r[1]]
+    assert [(r[2], r[3], r[5]) for r in arms] == [
+        (["not", ["param", "use_cosine", False]], "body", "not use_cosine"), (["param", "use_cosine", False], "body", "use_cosine"),
+        (["cmp", "Eq", ["param", "kind", "plain"], ["lit", "plain"]], "body", "kind == 'plain'"),
+        (["cmp", "Eq", ["param", "kind", "plain"], ["lit", "plain"]], "else", "kind == 'plain'")]
+    refs = dict((ref, region) for ref, region in facts["refs"]["Quantizer.__init__"])
+    assert facts["regions"][refs["l:CosineBook"]][2] == ["param", "use_cosine", False]

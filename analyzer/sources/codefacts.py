@@ -18,7 +18,9 @@ is a plain JSON-able record cached with the file's result:
   `if not self.training:`): [first line, last line, condition, branch ("body"/"else"), parent region,
   text, GPU branch of a capability check with a PyTorch path beside it, runs only on a CUDA device
   (`if x.is_cuda:`, `if device_type == "cuda":`, the rest of a function after
-  `if not torch.cuda.is_available(): return`, with the return branch's lines as a hole)]. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
+  `if not torch.cuda.is_available(): return`, with the return branch's lines as a hole)]; each arm
+  of a conditional expression on an option (`A if use_x else B`) is a region that holds no line
+  (first line after last), for the references in it. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
   found anywhere in the repository; whatever it cannot read is ["?"] (unknown: never a gate).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
@@ -390,6 +392,7 @@ class _Walk:
         self.attrs: dict[str, list] = {}  # "self.x" -> [parameter, default] of the enclosing class's __init__
         self.config_class = False  # inside a dataclass-like configuration class
         self.in_try = 0  # module-level statements under try: capability checks, not configuration
+        self.in_test = False  # reading an `if` statement's test (its regions come after it)
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
         self.cuda_locals: frozenset[str] = frozenset()  # locals holding a CUDA check in this function
         self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
@@ -736,7 +739,9 @@ class _Walk:
         parts = _chain(test)
         if parts and parts[-1] == "TYPE_CHECKING":
             return  # never runs: its imports bind names for types only
+        self.in_test = True
         self.expr(test)
+        self.in_test = False
         if type(test) is ast.Compare and _chain(test.left) == ["__name__"] and _literal(test.comparators[0]) == "__main__":
             if not self.scope:
                 # Runs only when the file is the program (an entry), not when it is imported: its own scope.
@@ -787,6 +792,26 @@ class _Walk:
             self.body(node.orelse)
         self.region = parent
 
+    def option_arms(self, n: ast.IfExp) -> bool:
+        """`codebook = Euclidean if not use_cosine_sim else CosineSim`: a class or function chosen by an
+        option is an alternative like an `if` branch; each arm's references sit in a region of its own
+        that holds no line (the line's findings are judged by the statement, not by one arm)."""
+        fx = self.fx
+        c = fx.cond(n.test, self.params)
+        if c == ["?"] or not _has_config(c):
+            return False
+        self.expr(n.test)
+        line = n.lineno
+        negated = c[0] == "not" and type(n.test) is ast.UnaryOp
+        arms = ((n.body, c, "body", n.test), (n.orelse, c[1], "body", n.test.operand) if negated else (n.orelse, c, "else", n.test))
+        parent = self.region
+        for arm, cond, branch, test in arms:
+            fx.regions.append([line + 1, line, cond, branch, parent, _text(test), False, False])
+            self.region = len(fx.regions) - 1
+            self.expr(arm)
+            self.region = parent
+        return True
+
     def capability_guard(self, node: ast.If) -> str | None:
         """"body" or "else": the branch of a capability check (`if HAS_TRITON`, `if x.is_cuda`,
         `if not use_kernel`) that runs a GPU path while the other branch is a working alternative (it
@@ -812,6 +837,8 @@ class _Walk:
                 self.call(n, refs)
             elif t is ast.Lambda:
                 pass
+            elif t is ast.IfExp and self.scope and not self.in_test and self.option_arms(n):
+                continue
             if t is ast.Name or t is ast.Attribute:
                 parts = _chain(n)
                 if parts is not None:
