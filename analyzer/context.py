@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
-from .sources.codefacts import MAIN
+from .sources.codefacts import KEY_PATH, MAIN
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
 # Categories that are not device concerns when the code runs on the host.
@@ -121,6 +121,7 @@ class Defaults:
         self.registry_tests: dict[str, set] = {}  # registry name -> settings tested for membership in it
         self.attributes: dict[str, list] = {}  # instance attribute -> what the project's classes set it to
         self.predicates: dict[str, list] = {}  # function name -> [(qualified name, predicate)] (codefacts.predicate)
+        self.file_values: dict[str, list] = {}  # setting -> values configuration files outside tests give it
         for info in infos:
             code = info.facts.get("code") or {}
             for attr, entries in (code.get("attributes") or {}).items():
@@ -137,6 +138,8 @@ class Defaults:
                 values.setdefault(name, []).append(value)
             for key, value, _line in info.facts.get("values", ()):  # YAML/JSON/TOML configuration files
                 files.setdefault(str(key).rsplit(".", 1)[-1], []).append(value)
+                if not _exercises_options(info.rel):
+                    self.file_values.setdefault(str(key).rsplit(".", 1)[-1], []).append(value)
             for name, cond in (code.get("flags") or {}).items():
                 self.flags[(info.rel, name)] = cond
             if _exercises_options(info.rel):
@@ -168,6 +171,21 @@ class Defaults:
         if v is UNKNOWN:
             v = self.options.get(name.lstrip("_"), fallback)
         return v
+
+    def setting(self, cond: list, rel: str):
+        """The value a setting that picks a table's entry has in the training job: its default
+        (`mlp_impl: str = 'sparse'` in a configuration dataclass) when nothing in the project sets it
+        otherwise, UNKNOWN when a call passes the keyword with another value
+        (`Arguments(mlp_impl='grouped')`, outside tests) or a configuration file gives another."""
+        if cond[:1] == ["field"]:
+            cond = ["opt", cond[1]]
+        value = self.evaluate(cond, rel)
+        if cond[:1] != ["opt"] or value is UNKNOWN or cond[1] in self.launched:
+            return value
+        name = cond[1]
+        if not self.passes_default(name, value) or any(not _same(value, v) for v in self.file_values.get(name, ())):
+            return UNKNOWN
+        return value
 
     def predicate_body(self, cond: list) -> list | None:
         """A call of a helper predicate (`is_native_diffusion(cfg)`) as its body's condition with the
@@ -219,6 +237,8 @@ class Defaults:
             return True
         if op == "opt":
             return self.option(cond[1], cond[2] if len(cond) > 2 else UNKNOWN)
+        if op == "field":  # `margs.mlp_impl`, `margs: Arguments`: the field's default unless the project sets it
+            return self.setting(cond, rel)
         if op == "env":
             return cond[2] if len(cond) > 2 else None
         if op == "param":
@@ -375,6 +395,8 @@ def _names(cond: list):
         return
     if cond[0] in ("opt", "env") and len(cond) > 1 and isinstance(cond[1], str):
         yield cond[0], cond[1]
+    elif cond[0] == "field":
+        yield "opt", cond[1]
     elif cond[0] in ("flag", "param", "oattr"):
         yield cond[0], cond[1]
     elif cond[0] == "pred":
@@ -408,7 +430,7 @@ def _substitute(cond: list, args: list) -> list:
 
 def _membership_tests(cond: list):
     """(registry, setting) of each `setting in REGISTRY` in a condition."""
-    if cond[:1] == ["inreg"] and cond[1][:1] == ["opt"]:
+    if cond[:1] == ["inreg"] and cond[1][:1] in (["opt"], ["field"]):
         yield cond[2], cond[1][1]
     for x in cond[1:]:
         if isinstance(x, list) and x and isinstance(x[0], str):
@@ -775,12 +797,24 @@ class Graph:
         owner, entries = self.table(rel, table)
         if not entries:
             return
-        value = self.defaults.evaluate(key, rel)
+        if table.startswith("module:"):
+            values = [(_feature(key), self.defaults.evaluate(key, rel))]
+        else:  # `TABLE[cfg.kind][cfg.impl]`: a value per key of the path, each left unread when set elsewhere
+            values = [(_feature(c), self.defaults.setting(c, rel)) for c in (key[1:] if key[:1] == ["path"] else [key])]
         for name, refs in sorted(entries.items()):
-            if value is UNKNOWN or _same(value, name):
+            path = name.split(KEY_PATH)
+            # the keys the default settings rule out (a value that cannot be read rules out nothing)
+            off = [(s, k, v) for (s, v), k in zip(values, path) if v is not UNKNOWN and not _same(v, k)]
+            if not off:
                 label, g = base, gate
+            elif len(path) > 1 or len(values) > 1:
+                label = max(base, OPTIN)
+                when = " and ".join(f"{s} == {k!r}" for s, k, _v in off)
+                why = "; ".join(f"{s} defaults to {_show(v)}" for s, _k, v in off)
+                g = gate or Gate("+".join(k for _s, k, _v in off), f"only when {when} ({why})")
             else:
                 label = max(base, OPTIN)
+                value = values[0][1]
                 when = f"{text or _feature(key)} == {name!r}" if table.startswith("module:") else f"{table} selects {name!r}"
                 g = gate or Gate(name, f"only when {when} (the default is {_show(value)})")
             for ref in refs:

@@ -18,7 +18,9 @@ is a plain JSON-able record cached with the file's result:
   `if not self.training:`): [first line, last line, condition, branch ("body"/"else"), parent region,
   text, GPU branch of a capability check with a PyTorch path beside it, runs only on a CUDA device
   (`if x.is_cuda:`, `if device_type == "cuda":`, the rest of a function after
-  `if not torch.cuda.is_available(): return`, with the return branch's lines as a hole)]. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
+  `if not torch.cuda.is_available(): return`, with the return branch's lines as a hole)]; each arm
+  of a conditional expression on an option (`A if use_x else B`) is a region that holds no line
+  (first line after last), for the references in it. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
   found anywhere in the repository; whatever it cannot read is ["?"] (unknown: never a gate).
 - `host_paths`: [CUDA branch region, other branch region] of each CUDA check whose other branch
   computes a result itself, neither raising, asserting nor exiting (`if x.is_cuda: return
@@ -30,8 +32,9 @@ is a plain JSON-able record cached with the file's result:
 - `decorated`: [first decorator line, def line, name] of decorated top-level functions.
 - `calls`: per function, the `q:`/`l:` names its own body calls (constructs) outside any if, loop,
   try or match statement: what it always runs.
-- `registries` and `lookups`: tables of callables chosen by name (`{"flash": flash_fwd, ...}`) and
-  where a reached scope picks from one (`TABLE[cfg.attn]`).
+- `registries` and `lookups`: tables of callables chosen by name (`{"flash": flash_fwd, ...}`; one
+  level nested, `{"mlp": {"grouped": GroupedMLP}}`, by key path joined with KEY_PATH) and where a
+  reached scope picks from one (`TABLE[cfg.attn]`, `TABLE[cfg.kind][cfg.impl]`: ["path", key, key]).
 - `bindings`: the file's top-level import bindings (so `from .ops import x` in a package's
   `__init__` is followed), `imports` per scope, `flags` (module-level names assigned from a
   condition), `passed` (keyword literal values passed in calls, for parameter flags), `neuron`
@@ -128,6 +131,8 @@ def _key_chain(node: ast.AST) -> list[str] | None:
             return None
 
 
+# Joins the keys of a nested table's entry (`{'mlp': {'grouped': GroupedMLP}}` -> "mlp\x1fgrouped").
+KEY_PATH = "\x1f"
 # A module-level dict literal of defaults merged into a configuration (`ffn_config_defaults = {...}`).
 _DEFAULTS_TABLE = re.compile(r"(?i)(^|_)defaults?$|^defaults?_")
 
@@ -153,6 +158,9 @@ class _Facts:
         self.registrations: list[list] = []  # [registry, key, callable's ref, scope of the call]
         self.attributes: dict[str, list] = {}  # instance attribute -> what each class sets it to (class_attributes)
         self.members: set[str] = set()  # the enclosing class's other objects (`_members`)
+        # configuration objects by their annotation (`margs: Arguments`, `self.margs = margs`): `_config_objects`
+        self.config_params: set[str] = set()
+        self.config_members: set[str] = set()
         self.predicates: dict[str, list] = {}  # qualified name -> helper predicate (`predicate`)
         self.host_values: set[str] = set()
         self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
@@ -184,7 +192,8 @@ class _Facts:
     # ------------------------------------------------------------------ conditions
 
     def cond(self, node: ast.AST, params: dict[str, object]) -> list:
-        """A condition as a small tree: ["opt", name], ["env", NAME], ["lit", v], ["not", c],
+        """A condition as a small tree: ["opt", name], ["field", name] (a field of a configuration object
+        known by its annotation), ["env", NAME], ["lit", v], ["not", c],
         ["and"/"or", c...], ["cmp", op, c, c], ["in", c, [values]], ["?"]."""
         t = type(node)
         if t is ast.BoolOp:
@@ -261,6 +270,9 @@ class _Facts:
                 return ["train"]  # `self.training` / `model.training`: True in the training job
             if len(parts) >= 2 and self.config_root(parts):
                 return ["opt", parts[-1]]
+            if ((len(parts) == 2 and parts[0] in self.config_params)
+                    or (len(parts) == 3 and parts[0] == "self" and parts[1] in self.config_members)):
+                return ["field", parts[-1]]  # `margs.mlp_impl`, `margs: Arguments`: that class's field (context.py)
             if len(parts) == 2 and parts[0] == "self" and "self." + parts[1] in params:
                 return _param_cond(_param_of(params, "self." + parts[1]))  # `self.x = x` in __init__: x's default
             if len(parts) == 2 and parts[0] == "self" and (_FLAG_PARAM.search(parts[1]) or _EXPORT_SWITCH.search(parts[1])):
@@ -385,6 +397,7 @@ class _Walk:
         self.attrs: dict[str, list] = {}  # "self.x" -> [parameter, default] of the enclosing class's __init__
         self.config_class = False  # inside a dataclass-like configuration class
         self.in_try = 0  # module-level statements under try: capability checks, not configuration
+        self.in_test = False  # reading an `if` statement's test (its regions come after it)
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
         self.cuda_locals: frozenset[str] = frozenset()  # locals holding a CUDA check in this function
         self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
@@ -494,8 +507,9 @@ class _Walk:
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
         if not self.scope and (pred := predicate(node)) is not None and _reads_setting(pred[1]):
             fx.predicates[f"{fx.module_name}.{name}"] = pred
-        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals)
+        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params)
         self.scope, self.region, self.nest = name, -1, 0
+        fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
         self.cuda_locals = _cuda_locals(node.body, rebound)
         self.params = {**(self.attrs if self.cls is not None else {}), **_option_params(node, rebound)}
@@ -513,7 +527,7 @@ class _Walk:
                 fx.options.append([pname, value, node.lineno])
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
-        self.scope, self.region, self.params, self.nest, self.cuda_locals = saved
+        self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params = saved
 
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
@@ -636,17 +650,19 @@ class _Walk:
         decos = {(_chain(d.func if type(d) is ast.Call else d) or [""])[-1] for d in node.decorator_list}
         config_like = bool(decos & {"dataclass", "define", "s", "attrs", "frozen", "mutable", "dataclass_transform"}) \
             or bool(CONFIG_CLASS.search(node.name)) or any(b.endswith(("BaseModel", "BaseSettings")) for b in bases)
-        saved = (self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members)
+        saved = (self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members)
         self.scope, self.cls, self.region = name, name, -1
         self.config_class = config_like
         self.attrs = _init_attributes(node)
         fx.members = _members(fx, node)
+        init = _init_of(node)
+        fx.config_members = _config_objects(init)[1] if init is not None else set()
         for attr, entry in class_attributes(node, self.attrs).items():
             have = fx.attributes.setdefault(attr, [])
             if entry not in have:
                 have.append(entry)
         self.body(node.body)
-        self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members = saved
+        self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members = saved
 
     def field(self, st: ast.AnnAssign) -> None:
         """A dataclass-like field default: `use_flash: bool = False`, `x: int = field(default=3)`."""
@@ -681,9 +697,21 @@ class _Walk:
             table: dict[str, list[str]] = {}
             for k, v in pairs:
                 key = _literal(k) if k is not None else ...
+                if type(key) is not str:
+                    continue
+                if type(v) is ast.Dict:
+                    # `{'mlp': {'grouped': GroupedMLP, 'sparse': SparseMLP}, ...}`: one level of nesting, an
+                    # entry per key path (`TABLE[cfg.kind][cfg.impl]` picks one); a nested dict that holds
+                    # anything else (`{'small': {'dim': 512, 'block': Block}}`) is data, and so is the table
+                    inner = self.nested_table(key, v)
+                    if inner is None:
+                        table = {}
+                        break
+                    table.update(inner)
+                    continue
                 parts = _chain(v)
                 ref = self.fx.ref_of(parts, None) if parts else None
-                if type(key) is str and ref is not None and not ref.startswith("a:"):
+                if ref is not None and not ref.startswith("a:"):
                     table[key] = [ref]
             if table and len(table) >= 2:
                 self.fx.registries[name] = table
@@ -699,13 +727,28 @@ class _Walk:
             self.fx.flags[name] = c
         return False
 
+    def nested_table(self, key: str, value: ast.Dict) -> dict[str, list[str]] | None:
+        """The entries of a table nested in a table under `key`, by key path; None unless every key is
+        a string and every value a project name."""
+        out: dict[str, list[str]] = {}
+        for k, v in zip(value.keys, value.values):
+            inner = _literal(k) if k is not None else ...
+            parts = _chain(v)
+            ref = self.fx.ref_of(parts, None) if parts else None
+            if type(inner) is not str or ref is None or ref.startswith("a:"):
+                return None
+            out[key + KEY_PATH + inner] = [ref]
+        return out
+
     def if_(self, node: ast.If) -> None:
         fx = self.fx
         test = node.test
         parts = _chain(test)
         if parts and parts[-1] == "TYPE_CHECKING":
             return  # never runs: its imports bind names for types only
+        self.in_test = True
         self.expr(test)
+        self.in_test = False
         if type(test) is ast.Compare and _chain(test.left) == ["__name__"] and _literal(test.comparators[0]) == "__main__":
             if not self.scope:
                 # Runs only when the file is the program (an entry), not when it is imported: its own scope.
@@ -759,6 +802,26 @@ class _Walk:
                 fx.host_paths.append([body, other] if cuda_only == "body" else [other, body])
         self.region = parent
 
+    def option_arms(self, n: ast.IfExp) -> bool:
+        """`codebook = Euclidean if not use_cosine_sim else CosineSim`: a class or function chosen by an
+        option is an alternative like an `if` branch; each arm's references sit in a region of its own
+        that holds no line (the line's findings are judged by the statement, not by one arm)."""
+        fx = self.fx
+        c = fx.cond(n.test, self.params)
+        if c == ["?"] or not _has_config(c):
+            return False
+        self.expr(n.test)
+        line = n.lineno
+        negated = c[0] == "not" and type(n.test) is ast.UnaryOp
+        arms = ((n.body, c, "body", n.test), (n.orelse, c[1], "body", n.test.operand) if negated else (n.orelse, c, "else", n.test))
+        parent = self.region
+        for arm, cond, branch, test in arms:
+            fx.regions.append([line + 1, line, cond, branch, parent, _text(test), False, False])
+            self.region = len(fx.regions) - 1
+            self.expr(arm)
+            self.region = parent
+        return True
+
     def capability_guard(self, node: ast.If) -> str | None:
         """"body" or "else": the branch of a capability check (`if HAS_TRITON`, `if x.is_cuda`,
         `if not use_kernel`) that runs a GPU path while the other branch is a working alternative (it
@@ -788,6 +851,8 @@ class _Walk:
                     continue
             elif t is ast.Lambda:
                 pass
+            elif t is ast.IfExp and self.scope and not self.in_test and self.option_arms(n):
+                continue
             if t is ast.Name or t is ast.Attribute:
                 parts = _chain(n)
                 if parts is not None:
@@ -803,10 +868,22 @@ class _Walk:
                 elif n.value.isidentifier() and len(n.value) > 2:
                     _add_ref(refs, "s:" + n.value, self.region)  # getattr(self, "name"), hooks by name
                 continue
+            elif t is ast.Compare and any(type(o) in (ast.In, ast.NotIn) for o in n.ops):
+                # `args.impl not in TABLE[args.kind]`: tests the inner table's keys, runs none of its entries
+                stack.append(n.left)
+                for o, r in zip(n.ops, n.comparators):
+                    stack.extend([r.value, r.slice] if type(o) in (ast.In, ast.NotIn) and type(r) is ast.Subscript else [r])
+                continue
             elif t is ast.Subscript:
-                parts = _chain(n.value)
+                keys, root = [n.slice], n.value
+                if type(root) is ast.Subscript and type(root.value) is ast.Name:
+                    keys, root = [root.slice, n.slice], root.value  # `TABLE[cfg.kind][cfg.impl]`: a key path
+                parts = _chain(root)
                 if parts and len(parts) == 1 and _table_name(parts[0]) and (parts[0] in fx.local or parts[0] in fx.bindings):
-                    fx.lookups.setdefault(self.scope, []).append([parts[0], fx.cond(n.slice, self.params), self.region])
+                    c = [fx.cond(k, self.params) for k in keys]
+                    fx.lookups.setdefault(self.scope, []).append([parts[0], c[0] if len(c) == 1 else ["path", *c], self.region])
+                    stack.extend([*keys, root])
+                    continue
                 elif parts and len(parts) == 2 and parts[0] == "self" and self.cls is not None:
                     # `self.task_map[self.task]`: a table method asked for the instance's setting, which
                     # is read under its own name (`task: detect` in the configuration)
@@ -874,7 +951,7 @@ class _Walk:
         (context.py follows it to its own callers, a bounded number of levels); `f(x=args.x)`: that
         configuration value; "?" otherwise."""
         c = self.fx.cond(value, {})
-        if c[0] == "opt":
+        if c[0] in ("opt", "field"):
             return {"opt": c[1], **({"default": c[2]} if len(c) > 2 else {})}
         parts = _chain(value)
         if parts and len(parts) <= 2:
@@ -1187,7 +1264,7 @@ _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|su
 def _has_config(c: list) -> bool:
     if not c:
         return False
-    if c[0] in ("opt", "env", "flag", "param", "train", "oattr", "arg", "pred"):
+    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred"):
         return True
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
@@ -1230,7 +1307,7 @@ def _option_only(c: list) -> bool:
         x = stack.pop()
         kinds.add(x[0])
         stack.extend(y for y in x[1:] if type(y) is list and y and type(y[0]) is str)
-    return bool(kinds & {"param", "opt", "env", "oattr", "pred"}) and not kinds & {"flag", "train", "?", "cap", "cuda"}
+    return bool(kinds & {"param", "opt", "field", "env", "oattr", "pred"}) and not kinds & {"flag", "train", "?", "cap", "cuda"}
 
 
 # `self.onnx_trace`, `self.exporting`: a switch for the export or inference path (context.py's EVAL_OPTION).
@@ -1337,6 +1414,28 @@ def _members(fx: _Facts, node: ast.ClassDef) -> set[str]:
         if len(target) == 2 and target[0] == "self" and ((type(v) is ast.Name and v.id in params) or built):
             out.add(target[1])
     return out
+
+
+def _config_objects(node: ast.FunctionDef) -> tuple[set[str], set[str]]:
+    """Parameters annotated with a configuration class (`args: Arguments`, `cfg: "ModelConfig"`),
+    and the attributes the function stores them in at its top level (`self.args = args`): objects
+    whose attributes are that class's fields."""
+    params = set()
+    for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+        ann = a.annotation
+        if type(ann) is ast.Constant and type(ann.value) is str:
+            name = ann.value.rsplit(".", 1)[-1]
+        else:
+            name = (_chain(ann) or [""])[-1] if ann is not None else ""
+        if name and CONFIG_CLASS.search(name):
+            params.add(a.arg)
+    stored = set()
+    for st in node.body if params else ():
+        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.value) is ast.Name and st.value.id in params:
+            target = _chain(st.targets[0])
+            if target and len(target) == 2 and target[0] == "self":
+                stored.add(target[1])
+    return params, stored
 
 
 def _param_of(params: dict[str, object], key: str) -> list:
