@@ -128,3 +128,26 @@ def test_fingerprints_follow_moved_code(tmp_path):
 def test_sarif_is_deterministic():
     a, b = _raw("cuda_extension"), _raw("cuda_extension")
     assert a == b and str(FIXTURES.parent) not in a
+
+
+def test_a_repository_catalog_never_reaches_a_markdown_renderer(tmp_path, validator):
+    """`extra-catalogs` comes from the scanned tree's configuration, which a pull request can change:
+    its rule text goes out as plain text only (code scanning renders `help.markdown`); its source
+    is an http(s) link (the catalog loader refuses others). Our own rules keep their Markdown page."""
+    hostile = "![x](https://evil.example/p.png) [click](javascript:alert(1)) <img src=x onerror=alert(1)>"
+    (tmp_path / "team.toml").write_text(
+        '[[rule]]\nid = "NR1097"\ntitle = "ours"\ncategory = "device"\ntargets = ["native"]\n'
+        'confidence = "high"\nevidence = "derived"\neffort = { low = 0.1, likely = 0.2, high = 0.5, per = "occurrence" }\n'
+        f'why = "{hostile}"\nremedy = "{hostile}"\nsource = "https://example.com/wiki"\n'
+        'invalid = ["import ourlib\\nourlib.pin_gpu()  # flagged\\n"]\n'
+        '[[rule.match]]\nkind = "call"\nnames = ["ourlib.pin_gpu"]\n', encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.neuron-ready]\nextra-catalogs = ["team.toml"]\n')
+    (tmp_path / "train.py").write_text("import ourlib\nimport torch\nourlib.pin_gpu()\nx = torch.ones(1).cuda()\n")
+    r = run_cli("scan", str(tmp_path), "--format", "sarif", "--no-cache")
+    assert r.code == 0, r.err
+    log = json.loads(r.out)
+    validator.validate(log)
+    rules = {d["id"]: d for d in log["runs"][0]["tool"]["driver"]["rules"]}
+    assert "markdown" not in rules["NR1097"]["help"]
+    assert hostile in rules["NR1097"]["help"]["text"]  # kept as text, which code scanning shows as text
+    assert rules["NR1001"]["help"]["markdown"].startswith("## NR1001") and rules["NR1001"]["helpUri"].startswith("https://")

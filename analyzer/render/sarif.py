@@ -9,6 +9,7 @@ person-day or more (kernels, libraries, rewrites) is an error; the mechanical sw
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 from typing import Any
@@ -38,13 +39,24 @@ def artifact_uri(report: Report, path: str) -> str:
     return quote(path, safe="/")
 
 
+@functools.lru_cache(maxsize=1)
+def _builtin_rules() -> dict[str, Rule]:
+    return dict(load_catalog().rules)
+
+
+def _ours(rule: Rule) -> bool:
+    """A rule of the catalog we ship. An extra catalog comes from the scanned tree's configuration,
+    which a pull request can change: its text is never handed to a Markdown renderer."""
+    return _builtin_rules().get(rule.id) == rule
+
+
 def _descriptor(rule_id: str, rule: Rule | None, example: Finding) -> dict[str, Any]:
     if rule is None:  # a rule from a catalog this render was not given: describe it from its finding
         return {
             "id": rule_id,
             "shortDescription": {"text": f"{rule_id} ({example.category})"},
             "fullDescription": {"text": example.message},
-            "help": {"text": example.remedy, "markdown": example.remedy},
+            "help": {"text": example.remedy},  # plain text: its catalog is not ours
             "defaultConfiguration": {"level": "warning"},
             "properties": {"tags": [example.category, "trainium"]},
         }
@@ -54,8 +66,9 @@ def _descriptor(rule_id: str, rule: Rule | None, example: Finding) -> dict[str, 
         "name": rule.id,
         "shortDescription": {"text": rule.title},
         "fullDescription": {"text": rule.why},
-        "help": {"text": f"{rule.why}\n\nRemedy: {rule.remedy}\n\nSource: {rule.source}", "markdown": rule_markdown(rule)},
-        "helpUri": rule.source,
+        "help": {"text": f"{rule.why}\n\nRemedy: {rule.remedy}\n\nSource: {rule.source}",
+                 **({"markdown": rule_markdown(rule)} if _ours(rule) else {})},
+        "helpUri": rule.source,  # an http(s) link: the catalog loader accepts nothing else
         "defaultConfiguration": {"level": rule_level(rule)},
         "properties": {
             "tags": [rule.category, "trainium"],
