@@ -142,6 +142,15 @@ def test_output_that_cannot_be_written_keeps_the_old_file_and_exits_2(tmp_path):
     assert p.returncode == 2 and p.stderr.strip() == "neuron-ready: error: cannot write the output: No space left on device"
 
 
+def _reading_stdin(pid: int) -> bool:
+    """Blocked in read(0, ...): /proc/PID/syscall on x86-64 (read is syscall 0), else a pipe wait
+    channel, which `git` (run by `comment` before it reads the body) would also show."""
+    try:
+        return open(f"/proc/{pid}/syscall").read().startswith("0 0x0 ")
+    except OSError:
+        return "pipe_read" in open(f"/proc/{pid}/wchan").read()
+
+
 def test_ctrl_c_exits_130_not_1(tmp_path):
     import signal
     import subprocess
@@ -151,9 +160,8 @@ def test_ctrl_c_exits_130_not_1(tmp_path):
     env = dict(os.environ, GITHUB_TOKEN="t")
     p = subprocess.Popen([sys.executable, "-m", "neuron_ready", "comment", "-", "--repo", "a/b", "--pr", "1"],
                          cwd=tmp_path, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wchan = f"/proc/{p.pid}/wchan"
     for _ in range(600):  # until it waits for the body on stdin (imports done, inside the command)
-        if "pipe_read" in open(wchan).read():
+        if _reading_stdin(p.pid):
             break
         time.sleep(0.1)
     p.send_signal(signal.SIGINT)
