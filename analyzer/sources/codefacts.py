@@ -173,6 +173,13 @@ class _Facts:
 
     # ------------------------------------------------------------------ resolution
 
+    def value_ref(self, node: ast.AST) -> str | None:
+        """The qualified or local name a module-level value is (`mlp.GroupedMLP`, `flash_fwd`), not an
+        attribute known only by its name: an entry of a table of callables, or an alias."""
+        parts = _chain(node)
+        ref = self.ref_of(parts, None) if parts else None
+        return ref if ref is not None and not ref.startswith("a:") else None
+
     def ref_of(self, parts: list[str], cls: str | None, nested=()) -> str | None:
         head = parts[0]
         for scope, names in reversed(nested):
@@ -709,17 +716,16 @@ class _Walk:
                         break
                     table.update(inner)
                     continue
-                parts = _chain(v)
-                ref = self.fx.ref_of(parts, None) if parts else None
-                if ref is not None and not ref.startswith("a:"):
+                ref = self.fx.value_ref(v)
+                if ref is not None:
                     table[key] = [ref]
             if table and len(table) >= 2:
                 self.fx.registries[name] = table
                 return True
         parts = _chain(value)
         if parts and len(parts) > 1:
-            ref = self.fx.ref_of(parts, None)
-            if ref is not None and not ref.startswith("a:"):
+            ref = self.fx.value_ref(value)
+            if ref is not None:
                 self.fx.aliases[name] = ref  # `attn = AttnFunction.apply`: calling `attn` calls that
                 return True
         c = self.fx.cond(value, {})
@@ -733,9 +739,8 @@ class _Walk:
         out: dict[str, list[str]] = {}
         for k, v in zip(value.keys, value.values):
             inner = _literal(k) if k is not None else ...
-            parts = _chain(v)
-            ref = self.fx.ref_of(parts, None) if parts else None
-            if type(inner) is not str or ref is None or ref.startswith("a:"):
+            ref = self.fx.value_ref(v)
+            if type(inner) is not str or ref is None:
                 return None
             out[key + KEY_PATH + inner] = [ref]
         return out
