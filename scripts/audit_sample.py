@@ -1,12 +1,12 @@
-"""Draw a hand-audit sample from calibration reports, before anyone reads code (stop 22, round 4).
+"""Draw a hand-audit sample from calibration reports, before anyone reads code (written for round 4).
 
-    python scripts/audit_sample.py REPORTS_DIR [REPORTS_DIR ...] --out DIR [--per-repo 5] [--parts 2]
+    python scripts/audit_sample.py REPORTS_DIR [REPORTS_DIR ...] --out DIR [--round N] [--per-repo 5] [--parts 2]
 
 Per repository (one <id>.json report each): its must-port findings (context "step") in report order,
 minus those audited in earlier rounds (docs/calibration/audit*.json, matched by repo, rule, path and
 line), every k-th from the first with k = ceil(n / per_repo). Repositories are dealt to the parts in
-turn (sorted by id), so each auditor gets whole repositories. Writes sample4-<a|b|...>.json and
-sample4-meta.json ([id, n, k, drawn] per repository). Deterministic: the same reports, the same sample.
+turn (sorted by id), so each auditor gets whole repositories. Writes sample<N>-<a|b|...>.json and
+sample<N>-meta.json ([id, n, k, drawn] per repository). Deterministic: the same reports, the same sample.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--per-repo", type=int, default=5)
     ap.add_argument("--parts", type=int, default=2)
+    ap.add_argument("--round", type=int, default=4, help="the audit round: names the sample files")
     args = ap.parse_args()
     seen = audited()
     reports = {}
@@ -55,8 +56,8 @@ def main() -> int:
                 "scope": f.get("scope"), "reached_via": f.get("reached_via"), "root": r.get("root")})
     args.out.mkdir(parents=True, exist_ok=True)
     for name, part in zip(string.ascii_lowercase, parts):
-        (args.out / f"sample4-{name}.json").write_text(json.dumps(part, indent=1) + "\n", encoding="utf-8")
-    (args.out / "sample4-meta.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+        (args.out / f"sample{args.round}-{name}.json").write_text(json.dumps(part, indent=1) + "\n", encoding="utf-8")
+    (args.out / f"sample{args.round}-meta.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
     print(f"{sum(len(p) for p in parts)} findings from {sum(1 for m in meta if m[3])} repositories: "
           + ", ".join(f"{len(p)}" for p in parts))
     return 0
