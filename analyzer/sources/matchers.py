@@ -265,8 +265,12 @@ class TritonLaunch(Matcher):
             return
         parts = dotted_parts(func.value)
         index = func.slice[0].slice if len(func.slice) == 1 else None
-        keyed = type(index) is vocab.cst.Index and isinstance(literal_value(index.value), str)
-        if parts and not keyed:  # `kernels["rms"](x)` looks a kernel up; `k[grid](x)` launches one
+        # a string index, literal or formatted (`kernels["rms"](x)`, `table[f"{kind}"](x)`), looks a
+        # callable up; a grid is a tuple, a lambda or a name (`k[grid](x)` launches a kernel)
+        keyed = type(index) is vocab.cst.Index and (
+            isinstance(literal_value(index.value), str)
+            or type(index.value) in (vocab.cst.FormattedString, vocab.cst.ConcatenatedString))
+        if parts and not keyed:
             scan = self.scan
             guarded = scan.guards.in_kernel_guard(scan.names.scopes) or id(node) in scan.guards.ifexp_arms
             self.launches.append((parts[-1], line, node, scan.names.scope_name(), guarded))
