@@ -38,10 +38,16 @@ from dataclasses import dataclass, field
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import KEY_PATH, MAIN
+from .sources.setup_code import checkpoint_reads
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
 # Categories that are not device concerns when the code runs on the host.
 HOST_CATEGORIES = frozenset({"dynamic-shape", "host-sync", "unsupported-op", "precision"})
+# Rules whose edit the port needs wherever the line runs, once or not: FP16 and AMP settings decide how
+# the step computes (a GradScaler built in `__init__` scales every step's loss, `.half()` there makes
+# the step FP16), and `torch.save` of device state becomes `xm.save` on the XLA path.
+ONCE_STILL_PORTED = frozenset({"NR1201", "NR1202", "NR1203", "NR1204", "NR1205", "NR1206", "NR1230", "NR1404"})
+STORAGE_PRECISION = frozenset({"NR1205"})  # FP16 in code that writes a checkpoint is the file's format
 # Categories whose constructs are Neuron's own in a file that already targets Neuron or XLA.
 NEURON_CATEGORIES = frozenset({"device", "distributed", "precision", "compile", "host-sync", "dynamic-shape",
                                "unsupported-op", "dependency", "custom-cuda"})
@@ -1020,11 +1026,15 @@ def setup_only(graph: Graph, ctx: Context) -> set[str]:
     return {n for n, lab in ctx.labels.items() if lab == STEP and once.get(n, UNREACHED) > STEP}
 
 
-def setup_reason(node: str, graph: Graph, ctx: Context) -> str:
-    """Why a step node runs once, outside the step ("" when it does not): construction or checkpoint
-    code, itself or the one the training path reaches it through. A library's code no start reaches
-    (the module-level answer) runs once when every reference to it is a call of such code."""
+def setup_reason(node: str, line: int, graph: Graph, ctx: Context) -> str:
+    """Why a step node's `line` runs once, outside the step ("" when it does not): construction or
+    checkpoint code (not the body of a lambda written there), itself or the one the training path
+    reaches it through. A library's code no start reaches (the module-level answer) runs once when
+    every reference to it is a call of such code."""
     kind = graph.setup_node(node)
+    rel, _, scope = node.partition("::")
+    if kind and any(a <= line <= b for a, b in graph.code.get(rel, {}).get("lambdas", {}).get(scope, ())):
+        return ""
     if not kind and ctx.library and node not in ctx.labels:
         callers = graph.referrers(node)
         if callers and all(node in graph.setup_calls(c) for c in callers):
@@ -1043,6 +1053,19 @@ def setup_reason(node: str, graph: Graph, ctx: Context) -> str:
     if kind == "checkpoint":
         return f"runs once per checkpoint load or save (`{name}`), not in the step"
     return ""
+
+
+def _once_applies(f: Finding, node: str, graph: Graph) -> bool:
+    """Whether running once makes this finding host-side: a value computed there (a shape, a host
+    read, an op, float64), not an object built there that works in the step (`nn.EmbeddingBag`,
+    `GradScaler`: the class is named) nor a setting of the step's precision; FP16 only where a
+    checkpoint is written, as its file's format."""
+    if f.symbol.rsplit(".", 1)[-1][:1].isupper():
+        return False
+    if f.rule in STORAGE_PRECISION:
+        name = node.rpartition("::")[2].rsplit(".", 1)[-1]
+        return graph.setup_node(node) == "checkpoint" and not checkpoint_reads(name)
+    return f.rule not in ONCE_STILL_PORTED
 
 
 def _calls_compile(graph: Graph, node: str) -> bool:
@@ -1766,8 +1789,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         once = ""  # runs once, in construction or checkpoint code
         if (ctx.function_level or ctx.library) and code and not packaging:
             node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
-            if node is not None and f.category in HOST_CATEGORIES:
-                once = setup_reason(node, graph, ctx)
+            if node is not None and f.category in HOST_CATEGORIES and _once_applies(f, node, graph):
+                once = setup_reason(node, f.line, graph, ctx)
             if node is not None:
                 label = ctx.labels.get(node, UNREACHED)
                 if label == UNREACHED and ctx.library:

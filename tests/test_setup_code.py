@@ -23,6 +23,7 @@ TRAIN = """\
             net(torch.zeros(8)).sum().backward()
             opt.step()
         net.load_checkpoint("w.pt")
+        net.save_checkpoint("w.pt")
 
     if __name__ == "__main__":
         main()
@@ -75,6 +76,7 @@ def test_what_construction_and_checkpoint_code_calls_once_is_host_side(tmp_path)
                     self.register_buffer("betas", fn(n).float())
                     self.idx = torch.arange(n).nonzero()
                     self.act = masked_act
+                    self.gate = lambda x: x[x > 0]
                     self.m = shared_mask(torch.ones(n))
                     self.proj = torch.nn.Linear(n, n).cuda()
 
@@ -97,6 +99,7 @@ def test_what_construction_and_checkpoint_code_calls_once_is_host_side(tmp_path)
     # stored in `__init__` for `forward`, or also called by `forward`: the step
     assert f[("masked_act", "NR1504")].context == "step"
     assert f[("shared_mask", "NR1501")].context == "step"
+    assert f[("Net.__init__", "NR1504")].context == "step"  # a lambda's body runs where it is called
     # CUDA plumbing in `__init__` still needs its port
     assert f[("Net.__init__", "NR1001")].context == "step"
 
@@ -199,3 +202,38 @@ def test_a_librarys_unreached_helper_that_only_constructors_call_is_host_side(tm
     assert "`Diffusion.__init__`" in f[("linear_schedule", "NR1207")].details["context_reason"]
     assert f[("masked", "NR1501")].context == "step"  # `forward` calls it too
     assert "reached_via" not in f[("linear_schedule", "NR1207")].details
+
+
+def test_objects_and_precision_settings_built_once_still_govern_the_step(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": TRAIN,
+        "model.py": """\
+            import copy
+            import torch
+
+            class Net(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.pool = torch.nn.MaxPool1d(2, dilation=2)
+                    self.scaler = torch.cuda.amp.GradScaler()
+                    self.proj = torch.nn.Linear(4, 4).half()
+
+                def forward(self, x):
+                    return self.proj(self.pool(x))
+
+                def load_checkpoint(self, path):
+                    self.load_state_dict(torch.load(path))
+                    self.half()
+
+                def save_checkpoint(self, path):
+                    torch.save(copy.deepcopy(self).half().state_dict(), path)
+        """,
+    })
+    f = found(scan(root))
+    # a module built in `__init__` runs in `forward`; FP16 and loss scaling set there govern every step
+    assert f[("Net.__init__", "NR1619")].context == "step"
+    assert f[("Net.__init__", "NR1203")].context == "step"
+    assert f[("Net.__init__", "NR1205")].context == "step"
+    # FP16 after loading is the model's precision; FP16 written to a file is the file's format
+    assert f[("Net.load_checkpoint", "NR1205")].context == "step"
+    assert f[("Net.save_checkpoint", "NR1205")].context == "host"

@@ -43,7 +43,8 @@ is a plain JSON-able record cached with the file's result:
   (the file already targets Neuron or XLA).
 - `kept` (per construction or checkpoint function: the references it stores or hands on for later
   rather than calls once, `setup_code.kept_refs`) and `returns` (per function: the references it
-  returns, a factory of callables).
+  returns, a factory of callables); `lambdas`, the line spans of the lambdas written in a
+  construction or checkpoint function (their bodies run when called, not there).
 - settings one hop away (docs/contexts.md): `predicates` (short helper functions over their
   parameter's settings, as conditions), `attributes` (what each class's `__init__` sets an instance
   attribute to, for `self.net.looped`), `registrations` (`REG.register("key", func=f)`), and module
@@ -171,6 +172,7 @@ class _Facts:
         self.host_values: set[str] = set()
         self.kept: dict[str, list[str]] = {}  # construction and checkpoint functions: references kept for later
         self.returns: dict[str, list[str]] = {}  # per function: references it returns (a factory of callables)
+        self.lambdas: dict[str, list[list[int]]] = {}  # construction and checkpoint functions: lambda line spans
         self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
@@ -351,7 +353,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
-                       ("kept", fx.kept), ("returns", fx.returns)):
+                       ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas)):
         if value:
             out[key] = value
     if fx.neuron:
@@ -534,6 +536,9 @@ class _Walk:
         ref_of = lambda parts: fx.ref_of(parts, self.cls, self.nested)  # noqa: E731
         if "construct" in markers or "checkpoint" in markers:
             fx.kept[name] = kept_refs(node, ref_of)  # what it stores for the step, rather than calls once
+            spans = [[n.lineno, n.end_lineno or n.lineno] for n in ast.walk(node) if type(n) is ast.Lambda]
+            if spans:
+                fx.lambdas[name] = spans  # their bodies run when called, maybe in the step
         returned = returned_refs(node, ref_of)
         if returned:
             fx.returns[name] = returned

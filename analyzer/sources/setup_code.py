@@ -26,6 +26,7 @@ from .vocab import ast_chain as _chain
 _STATE_WORDS = frozenset({"ckpt", "pretrained", "statedict"})
 # Verbs of checkpoint input/output, read with `checkpoint`, `weights`, `model`, `optimizer` ...
 _IO_VERBS = frozenset({"load", "save", "resume", "restore", "filter", "remap", "convert", "consolidate", "read", "write"})
+_READ_VERBS = frozenset({"load", "restore", "resume", "read", "from", "filter"})
 _IO_OBJECTS = frozenset({"checkpoint", "checkpoints", "weights", "model", "optimizer", "params", "state", "shard",
                          "shards"})
 
@@ -42,6 +43,13 @@ def checkpoint_io(name: str) -> bool:
     if len(words) == 1:
         return words[0] in ("load", "save")
     return bool(_IO_VERBS & set(words)) and bool(_IO_OBJECTS & set(words))
+
+
+def checkpoint_reads(name: str) -> bool:
+    """A checkpoint function named for reading one (`load_state_dict`, `from_pretrained`,
+    `checkpoint_filter_fn`, `resume_from_checkpoint`) rather than writing one (`save_model`,
+    `convert_optimizer_state_dict_to_fp16`): a dtype it sets may be the model's, not the file's."""
+    return bool(_READ_VERBS & set(name.lower().split("_")))
 
 
 def kept_refs(node: ast.FunctionDef, ref_of: Callable[[list[str]], str | None]) -> list[str]:
