@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import KEY_PATH, MAIN
-from .sources.setup_code import checkpoint_reads
+from .sources.setup_code import checkpoint_writes
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
 # Categories that are not device concerns when the code runs on the host.
@@ -1064,7 +1064,7 @@ def _once_applies(f: Finding, node: str, graph: Graph) -> bool:
         return False
     if f.rule in STORAGE_PRECISION:
         name = node.rpartition("::")[2].rsplit(".", 1)[-1]
-        return graph.setup_node(node) == "checkpoint" and not checkpoint_reads(name)
+        return graph.setup_node(node) == "checkpoint" and checkpoint_writes(name)
     return f.rule not in ONCE_STILL_PORTED
 
 

@@ -10,7 +10,7 @@ import pytest
 from scanning import write_tree as tree
 from neuron_ready.config import Settings
 from neuron_ready.engine import run_scan
-from neuron_ready.sources.setup_code import checkpoint_io
+from neuron_ready.sources.setup_code import checkpoint_io, checkpoint_writes
 
 TRAIN = """\
     import torch
@@ -237,3 +237,11 @@ def test_objects_and_precision_settings_built_once_still_govern_the_step(tmp_pat
     # FP16 after loading is the model's precision; FP16 written to a file is the file's format
     assert f[("Net.load_checkpoint", "NR1205")].context == "step"
     assert f[("Net.save_checkpoint", "NR1205")].context == "host"
+
+
+@pytest.mark.parametrize("name,writes", [("save_model", True), ("save", True), ("state_dict", True),
+                                         ("convert_optimizer_state_dict_to_fp16", True), ("load_state_dict", False),
+                                         ("from_pretrained", False), ("checkpoint_filter_fn", False),
+                                         ("convert_weights_to_fp16", False), ("load", False)])
+def test_fp16_is_a_files_format_only_where_a_checkpoint_is_written(name, writes):
+    assert checkpoint_writes(name) is writes

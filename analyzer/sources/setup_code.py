@@ -45,11 +45,15 @@ def checkpoint_io(name: str) -> bool:
     return bool(_IO_VERBS & set(words)) and bool(_IO_OBJECTS & set(words))
 
 
-def checkpoint_reads(name: str) -> bool:
-    """A checkpoint function named for reading one (`load_state_dict`, `from_pretrained`,
-    `checkpoint_filter_fn`, `resume_from_checkpoint`) rather than writing one (`save_model`,
-    `convert_optimizer_state_dict_to_fp16`): a dtype it sets may be the model's, not the file's."""
-    return bool(_READ_VERBS & set(name.lower().split("_")))
+def checkpoint_writes(name: str) -> bool:
+    """A checkpoint function named for writing one (`save_model`, `Model.save`,
+    `convert_optimizer_state_dict_to_fp16`: a verb of writing, or a state dict with no verb of reading)
+    rather than reading one (`load_state_dict`, `from_pretrained`, `checkpoint_filter_fn`) or converting
+    a live model (`convert_weights_to_fp16`): a dtype it sets is the file's, not the model's."""
+    words = set(name.lower().replace("state_dict", "statedict").split("_"))
+    if words & _READ_VERBS:
+        return False
+    return bool(words & {"save", "write", "consolidate"}) or bool(words & {"statedict", "ckpt", "checkpoint", "checkpoints"})
 
 
 def kept_refs(node: ast.FunctionDef, ref_of: Callable[[list[str]], str | None]) -> list[str]:
