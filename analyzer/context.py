@@ -5,8 +5,10 @@ asks "does this line run on the device, in the training step, in the default con
 module answers the second question from the per-file code facts (sources/codefacts.py):
 
 - `step`: runs in the training job as configured by default: the must-port estimate.
-- `host`: runs in the data pipeline on the CPU (Dataset items, collate and worker functions); a
-  dynamic shape or an unsupported op there is not a device concern. Listed, not costed.
+- `host`: runs in the data pipeline on the CPU (Dataset items, collate and worker functions), or
+  once outside the step (a module's construction, checkpoint loading and saving, and what only they
+  call: `setup_only`); a dynamic shape or an unsupported op there is not a device concern. Listed,
+  not costed.
 - `opt-in`: runs only when a configuration value, command-line option or environment variable turns
   it on (`only when args.fused_softmax`), when a table of alternatives is asked for a name other than
   the default, or on another accelerator (`ascend/`, `rocm/`, ...). Costed per feature, apart.
@@ -36,10 +38,16 @@ from dataclasses import dataclass, field
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import KEY_PATH, MAIN
+from .sources.setup_code import checkpoint_writes
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
 # Categories that are not device concerns when the code runs on the host.
 HOST_CATEGORIES = frozenset({"dynamic-shape", "host-sync", "unsupported-op", "precision"})
+# Rules whose edit the port needs wherever the line runs, once or not: FP16 and AMP settings decide how
+# the step computes (a GradScaler built in `__init__` scales every step's loss, `.half()` there makes
+# the step FP16), and `torch.save` of device state becomes `xm.save` on the XLA path.
+ONCE_STILL_PORTED = frozenset({"NR1201", "NR1202", "NR1203", "NR1204", "NR1205", "NR1206", "NR1230", "NR1404"})
+STORAGE_PRECISION = frozenset({"NR1205"})  # FP16 in code that writes a checkpoint is the file's format
 # Categories whose constructs are Neuron's own in a file that already targets Neuron or XLA.
 NEURON_CATEGORIES = frozenset({"device", "distributed", "precision", "compile", "host-sync", "dynamic-shape",
                                "unsupported-op", "dependency", "custom-cuda"})
@@ -90,6 +98,7 @@ class Context:
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
     cuda_only: set[str] = field(default_factory=set)  # reached in the step only through CUDA-only branches
+    setup_only: set[str] = field(default_factory=set)  # called in the step only by construction or checkpoint code
     notes: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # node -> label (function level only)
     gates: dict[str, Gate] = field(default_factory=dict)  # node -> the gate that made it opt-in
@@ -586,6 +595,9 @@ class Graph:
         self._edges: dict[str, list] = {}
         self._imports: dict[tuple[str, str], list[str]] = {}
         self._table_keys: dict[str, tuple[object, str]] | None = None
+        self._modules: dict[str, bool] = {}
+        self._setup_calls: dict[str, frozenset] = {}
+        self._by_name: dict[str, list] | None = None
 
     # ------------------------------------------------------------------ names
 
@@ -662,6 +674,89 @@ class Graph:
         if "host" in markers or name in self.host_names:
             return HOST
         return STEP
+
+    def setup_node(self, node: str) -> str:
+        """What a node runs once for, outside the step: "construction" (a module's `__init__`),
+        "checkpoint" (named for loading or saving one), else ""."""
+        d = self.def_of(node)
+        if d is None:
+            return ""
+        if "checkpoint" in d[3]:
+            return "checkpoint"
+        if "construct" in d[3] and self.module_class(node.rpartition(".")[0]):
+            return "construction"
+        return ""
+
+    def module_class(self, node: str, depth: int = 0) -> bool:
+        """The class is a torch module: a base named `Module`, `*Module` (`nn.Module`, `LightningModule`)
+        or `PreTrainedModel`, directly or through the project's own classes."""
+        hit = self._modules.get(node)
+        if hit is not None:
+            return hit
+        d = self.def_of(node)
+        out = False
+        if d is not None and d[2] == "c" and depth < 8:
+            self._modules[node] = False  # a cycle of bases is no module
+            rel = node.partition("::")[0]
+            for base in d[4]:
+                last = base[2:].rsplit(".", 1)[-1]
+                if last.endswith("Module") or last in ("PreTrainedModel", "ModelMixin"):
+                    out = True
+                elif base.startswith(("q:", "l:")):
+                    out = any(self.module_class(t, depth + 1) for t in self.resolve(rel, base))
+                if out:
+                    break
+        self._modules[node] = out
+        return out
+
+    def setup_calls(self, node: str) -> frozenset:
+        """What a construction or checkpoint function calls once, there: the functions and methods
+        its references name, except classes (constructed now, run in the step), what it stores or
+        hands on for later (`kept`), functions that define functions or return references (factories
+        of callables) and names read as strings (hooks looked up by name)."""
+        hit = self._setup_calls.get(node)
+        if hit is not None:
+            return hit
+        out: set[str] = set()
+        if self.setup_node(node):
+            rel, _, scope = node.partition("::")
+            code = self.code.get(rel, {})
+            kept = set(code.get("kept", {}).get(scope, ()))
+            for ref, _region in code.get("refs", {}).get(scope, ()):
+                if ref in kept or ref.startswith("s:"):
+                    continue
+                if ref.startswith("a:"):
+                    out.add(ref)
+                    continue
+                for target in self.resolve(rel, ref):
+                    if not self._factory(target):
+                        out.add(target)
+        hit = self._setup_calls[node] = frozenset(out)
+        return hit
+
+    def referrers(self, node: str) -> list[str]:
+        """The nodes whose references name `node` (a name index over every reference, built once)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for rel, code in self.code.items():
+                for scope, refs in code.get("refs", {}).items():
+                    for ref, _region in refs:
+                        if ref.startswith(("q:", "l:")):
+                            self._by_name.setdefault(ref.rsplit(".", 1)[-1].rpartition(":")[2], []).append((rel, scope, ref))
+        name = node.rpartition("::")[2].rsplit(".", 1)[-1]
+        return sorted({f"{rel}::{scope}" for rel, scope, ref in self._by_name.get(name, ())
+                       if node in self.resolve(rel, ref)})
+
+    def _factory(self, node: str) -> bool:
+        """A class, or a function that returns callables for later: what it names runs in the step."""
+        d = self.def_of(node)
+        if d is None or d[2] == "c":
+            return True
+        rel, _, scope = node.partition("::")
+        code = self.code.get(rel, {})
+        if any(name.startswith(scope + ".") for name in code.get("defs", {})):
+            return True  # it defines functions: it may hand them out
+        return any(self.resolve(rel, ref) for ref in code.get("returns", {}).get(scope, ()))
 
     def edges(self, node: str) -> list:
         """(target node or "a:name", edge label, gate, fallback, only on a CUDA device) for everything
@@ -840,10 +935,12 @@ class Graph:
         return rel, {}
 
 
-def propagate(graph: Graph, entries: list[str],
-              skip_fallback: str | None = None) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
+def propagate(graph: Graph, entries: list[str], skip_fallback: str | None = None,
+              seeds: dict[str, int] | None = None) -> tuple[dict[str, int], dict[str, Gate], dict[str, str]]:
     """The best label of every node reachable from the entries: a label never improves along a
-    path (step < host < evaluation < opt-in), and a node keeps the best path's label."""
+    path (step < host < evaluation < opt-in), and a node keeps the best path's label. `seeds` start
+    more nodes at a label of their own; `skip_fallback="setup"` leaves out what construction and
+    checkpoint code calls once."""
     label: dict[str, int] = {}
     gates: dict[str, Gate] = {}
     parent: dict[str, str] = {}  # node -> the node it was reached from (for `reached_via`)
@@ -869,13 +966,18 @@ def propagate(graph: Graph, entries: list[str],
             relax(e, EVAL, None)  # a library's inference utility (`semantic_search`): the evaluation path
             continue
         relax(e, OPTIN if alt else graph.target_label(e), alt)  # an evaluation method starts as one
+    for node, lab in sorted((seeds or {}).items()):
+        relax(node, lab, None)
     while heap:
         lab, node = heapq.heappop(heap)
         if lab != label.get(node):
             continue
         here_gate = gates.get(node)
         for target, edge_label, gate, fb, cu in graph.edges(node):
-            if skip_fallback == "cuda":
+            if skip_fallback == "setup":
+                if target in graph.setup_calls(node):
+                    continue  # called once by construction or checkpoint code
+            elif skip_fallback == "cuda":
                 if cu:
                     continue  # a branch that runs only on a CUDA device: what only it reaches, Trainium skips
             elif fb and skip_fallback and (skip_fallback == "any" or fb == skip_fallback):
@@ -910,6 +1012,60 @@ def propagate(graph: Graph, entries: list[str],
                     m = f"{rel}::{meth}"
                     relax(m, max(nl, lab, graph.target_label(m)), name_gate.get(meth.rsplit(".", 1)[-1]) or here_gate, node)
     return label, gates, parent
+
+
+def setup_only(graph: Graph, ctx: Context) -> set[str]:
+    """Step nodes that only construction or checkpoint code calls (a helper of a module's `__init__`
+    that builds a constant, a resize a checkpoint filter applies): the labels again without those
+    calls, every class the first pass reached kept at its label, since a class built once runs its
+    `forward` in the step."""
+    if not any(graph.setup_node(n) for n in ctx.labels):
+        return set()
+    seeds = {n: lab for n, lab in ctx.labels.items() if (d := graph.def_of(n)) is not None and d[2] == "c"}
+    once = propagate(graph, ctx.starts, skip_fallback="setup", seeds=seeds)[0]
+    return {n for n, lab in ctx.labels.items() if lab == STEP and once.get(n, UNREACHED) > STEP}
+
+
+def setup_reason(node: str, line: int, graph: Graph, ctx: Context) -> str:
+    """Why a step node's `line` runs once, outside the step ("" when it does not): construction or
+    checkpoint code (not the body of a lambda written there), itself or the one the training path
+    reaches it through. A library's code no start reaches (the module-level answer) runs once when
+    every reference to it is a call of such code."""
+    kind = graph.setup_node(node)
+    rel, _, scope = node.partition("::")
+    if kind and any(a <= line <= b for a, b in graph.code.get(rel, {}).get("lambdas", {}).get(scope, ())):
+        return ""
+    if not kind and ctx.library and node not in ctx.labels:
+        callers = graph.referrers(node)
+        if callers and all(node in graph.setup_calls(c) for c in callers):
+            names = ", ".join(f"`{c.rpartition('::')[2]}`" for c in callers[:3])
+            return f"called only by model construction or checkpoint code ({names}): runs once on the host, not in the step"
+    if not kind and node in ctx.setup_only:
+        via, seen = ctx.parents.get(node), 0
+        while via is not None and not graph.setup_node(via) and seen < 12:
+            via, seen = ctx.parents.get(via), seen + 1
+        caller = f" (`{via.rpartition('::')[2]}`)" if via is not None and graph.setup_node(via) else ""
+        return (f"called only by model construction or checkpoint code{caller}: runs once on the host, "
+                "not in the step")
+    name = node.rpartition("::")[2]
+    if kind == "construction":
+        return f"runs once when the module is built (`{name}`), on the host before it moves to the device"
+    if kind == "checkpoint":
+        return f"runs once per checkpoint load or save (`{name}`), not in the step"
+    return ""
+
+
+def _once_applies(f: Finding, node: str, graph: Graph) -> bool:
+    """Whether running once makes this finding host-side: a value computed there (a shape, a host
+    read, an op, float64), not an object built there that works in the step (`nn.EmbeddingBag`,
+    `GradScaler`: the class is named) nor a setting of the step's precision; FP16 only where a
+    checkpoint is written, as its file's format."""
+    if f.symbol.rsplit(".", 1)[-1][:1].isupper():
+        return False
+    if f.rule in STORAGE_PRECISION:
+        name = node.rpartition("::")[2].rsplit(".", 1)[-1]
+        return graph.setup_node(node) == "checkpoint" and checkpoint_writes(name)
+    return f.rule not in ONCE_STILL_PORTED
 
 
 def _calls_compile(graph: Graph, node: str) -> bool:
@@ -1302,6 +1458,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         # returns the eager function unless the device is CUDA): Trainium never runs them
         off_cuda = propagate(graph, ctx.starts, skip_fallback="cuda")[0]
         ctx.cuda_only = {n for n, lab in ctx.labels.items() if lab == STEP and off_cuda.get(n, UNREACHED) > STEP}
+        ctx.setup_only = setup_only(graph, ctx)
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
     ext_labels = extension_labels(graph, reach, ctx) if ctx.labels else {}
     for f in findings:
@@ -1629,8 +1786,11 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         packaging = f.path.rsplit("/", 1)[-1] in PACKAGING_FILES  # run by pip, not imported by the trainer
         span = code.get("main_span") or []
         in_main = not scope and span and span[0] <= f.line <= span[1]
+        once = ""  # runs once, in construction or checkpoint code
         if (ctx.function_level or ctx.library) and code and not packaging:
             node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
+            if node is not None and f.category in HOST_CATEGORIES and _once_applies(f, node, graph):
+                once = setup_reason(node, f.line, graph, ctx)
             if node is not None:
                 label = ctx.labels.get(node, UNREACHED)
                 if label == UNREACHED and ctx.library:
@@ -1665,6 +1825,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                 label = max(label, EVAL)
             if "host" in markers or (label == STEP and host_path(f.path)):
                 label = max(label, HOST)
+            elif label == STEP and once:
+                label, reason = HOST, once  # a shape, host read, op or float64 computed once: no device cost
             if label == HOST and f.category not in HOST_CATEGORIES:
                 label = STEP  # a CUDA call in a Dataset still needs CUDA
             context = _LABEL_CONTEXT.get(label, "step")

@@ -9,7 +9,9 @@ is a plain JSON-able record cached with the file's result:
   `outer.inner`): [line, end line, kind ("f" function, "m" method, "c" class), markers]. Markers say
   what a porting engineer reads from the name and shape: `eval` (evaluation, inference, export),
   `host` (Dataset items, collate and worker functions: runs on the CPU), `hook` (a framework calls it
-  by name), `trains` (calls backward or steps an optimizer), `registered` (a decorator registers it).
+  by name), `trains` (calls backward or steps an optimizer), `registered` (a decorator registers it),
+  `construct` (an `__init__`) and `checkpoint` (named for reading or writing a checkpoint,
+  `setup_code.checkpoint_io`): code that runs once, outside the step.
 - `refs`: per scope, what it may call: `q:<qualified name>` (resolved through the file's imports),
   `l:<name>` (a top-level name of this file), `a:<name>` (an attribute or method name on some object:
   resolved later by name among the classes that are reached), each with the index of the innermost
@@ -39,6 +41,10 @@ is a plain JSON-able record cached with the file's result:
   `__init__` is followed), `imports` per scope, `flags` (module-level names assigned from a
   condition), `passed` (keyword literal values passed in calls, for parameter flags), `neuron`
   (the file already targets Neuron or XLA).
+- `kept` (per construction or checkpoint function: the references it stores or hands on for later
+  rather than calls once, `setup_code.kept_refs`) and `returns` (per function: the references it
+  returns, a factory of callables); `lambdas`, the line spans of the lambdas written in a
+  construction or checkpoint function (their bodies run when called, not there).
 - settings one hop away (docs/contexts.md): `predicates` (short helper functions over their
   parameter's settings, as conditions), `attributes` (what each class's `__init__` sets an instance
   attribute to, for `self.net.looped`), `registrations` (`REG.register("key", func=f)`), and module
@@ -55,6 +61,7 @@ from .compilefacts import compile_sites
 from .imports import absolute
 from .inference_only import asserts_no_grad, backward_only_raises, drives_trained_model, refuses_gradients
 from .pyindex import CAPABILITY
+from .setup_code import checkpoint_io, kept_refs, returned_refs
 from .vocab import OPTIMIZER_RECEIVER
 from .vocab import ast_chain as _chain
 
@@ -163,6 +170,9 @@ class _Facts:
         self.config_members: set[str] = set()
         self.predicates: dict[str, list] = {}  # qualified name -> helper predicate (`predicate`)
         self.host_values: set[str] = set()
+        self.kept: dict[str, list[str]] = {}  # construction and checkpoint functions: references kept for later
+        self.returns: dict[str, list[str]] = {}  # per function: references it returns (a factory of callables)
+        self.lambdas: dict[str, list[list[int]]] = {}  # construction and checkpoint functions: lambda line spans
         self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
@@ -342,7 +352,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("registrations", fx.registrations), ("attributes", fx.attributes), ("predicates", fx.predicates),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
-                       ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated)):
+                       ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
+                       ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas)):
         if value:
             out[key] = value
     if fx.neuron:
@@ -522,6 +533,15 @@ class _Walk:
         self.params = {**(self.attrs if self.cls is not None else {}), **_option_params(node, rebound)}
         self.params.update(_local_aliases(node.body, self.params, rebound))
         self.nested.append((name, inner))
+        ref_of = lambda parts: fx.ref_of(parts, self.cls, self.nested)  # noqa: E731
+        if "construct" in markers or "checkpoint" in markers:
+            fx.kept[name] = kept_refs(node, ref_of)  # what it stores for the step, rather than calls once
+            spans = [[n.lineno, n.end_lineno or n.lineno] for n in ast.walk(node) if type(n) is ast.Lambda]
+            if spans:
+                fx.lambdas[name] = spans  # their bodies run when called, maybe in the step
+        returned = returned_refs(node, ref_of)
+        if returned:
+            fx.returns[name] = returned
         if kind == "m":
             table = self.returned_table(node)
             if table:
@@ -633,6 +653,10 @@ class _Walk:
             out.append("registered")
         if _rewrites_weights(node):
             out.append("surgery")
+        if kind == "m" and node.name == "__init__":
+            out.append("construct")  # builds the object once; context.py asks whether it is a module
+        if checkpoint_io(node.name):
+            out.append("checkpoint")
         return out
 
     def klass(self, node: ast.ClassDef) -> None:
