@@ -1471,7 +1471,11 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         if f.context not in ("step", "opt-in", "evaluation") or not code:
             continue
         r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
-        if r is not None:
+        if any(a <= f.line <= b for a, b in code.get("cuda_optional_lines", ())) and f.context == "step":
+            f.context, f.gate = "opt-in", "only on a CUDA device (a move to CUDA the class undoes before use)"
+            f.details["feature"] = "cuda"
+            f.details["context_reason"] = "a CUDA move that the forward moves to the input's device anyway: skipped on Trainium"
+        elif r is not None:
             groups.setdefault((f.path, r), []).append(f)
         elif ctx is not None and ctx.cuda_only and (node := node_of(code, f.path, f.scope)) in ctx.cuda_only:
             groups.setdefault((f.path, node), []).append(f)

@@ -240,3 +240,26 @@ def test_a_module_the_library_imports_only_lazily_follows_its_importer(tmp_path)
                            "pkg/cuda_attn.py": CUDA_ATTN})
     got = found(scan(root))
     assert got[("pkg/cuda_attn.py", 2, "NR1805")].fallback
+
+
+@pytest.mark.parametrize("moved", [True, False], ids=["moved-in-forward", "not-moved"])
+def test_a_cuda_move_the_forward_undoes_is_skipped(tmp_path, moved):
+    """`self.freqs = freqs.to("cuda") if torch.cuda.is_available() else freqs` loses nothing on
+    Trainium when the forward moves `self.freqs` to its input's device anyway; without that move the
+    tensor would stay on the CPU and the line is a concern."""
+    move = "self.freqs = self.freqs.to(x.device)" if moved else "pass"
+    model = f"""\
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                freqs = torch.arange(4.0)
+                self.freqs = freqs.to("cuda") if torch.cuda.is_available() else freqs
+
+            def forward(self, x):
+                {move}
+                return x * self.freqs
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
+    assert got[("model.py", 7, "NR1002")].context == ("opt-in" if moved else "step")

@@ -28,7 +28,8 @@ is a plain JSON-able record cached with the file's result:
   what the CUDA branch alone calls has a host path (cpu_twins.py reads it with `refs`).
 - `cuda_optional`: CUDA-only regions with no alternative that nothing after them needs (a cache
   warm-up, `f = torch.compile(f)`, a value set before refined, the rest of `__init__` after
-  `if not torch.cuda.is_available(): return`): skipped on Trainium with nothing lost (`_refines`).
+  `if not torch.cuda.is_available(): return`): skipped on Trainium with nothing lost (`_refines`);
+  `cuda_optional_lines`, a CUDA move the class undoes before use anyway (`_moved_anyway`).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
   classes: [name, value, line].
@@ -168,6 +169,7 @@ class _Facts:
         self.host_values: set[str] = set()
         self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
         self.cuda_optional: list[int] = []  # CUDA-only regions nothing after them needs (`_refines`)
+        self.cuda_optional_lines: list[list[int]] = []  # [first, last] line of a CUDA move undone anyway (`_moved_anyway`)
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
         self.main_guard = 0
@@ -346,7 +348,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("registrations", fx.registrations), ("attributes", fx.attributes), ("predicates", fx.predicates),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
-                       ("cuda_optional", fx.cuda_optional),
+                       ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated)):
         if value:
             out[key] = value
@@ -681,6 +683,7 @@ class _Walk:
         self.config_class = config_like
         self.attrs = _init_attributes(node)
         saved_cuda, self.cuda_attrs = self.cuda_attrs, _cuda_attributes(node)
+        fx.cuda_optional_lines.extend(_moved_anyway(node))
         # `self.use_kernel = use_kernel` after `use_kernel = default(use_kernel, CHECK)`: the device check, not the option
         self.attrs = {k: v for k, v in self.attrs.items() if k not in self.cuda_attrs}
         fx.members = _members(fx, node)
@@ -1686,6 +1689,27 @@ def _refines(stmts: list[ast.stmt], scope: ast.AST, start: int, end: int, orelse
         if name not in before or _places_on_cuda(value):
             return False  # a value only the branch gives, or a device choice kept after it
     return True
+
+
+def _moved_anyway(node: ast.ClassDef) -> list[list[int]]:
+    """`self.freqs = freqs.to("cuda") if torch.cuda.is_available() else freqs` in a class that moves
+    `self.freqs` to an input's device before using it (`self.freqs = self.freqs.to(q.device)`): the
+    CUDA move is undone on any device, so Trainium loses nothing by skipping it ([first, last] lines)."""
+    moves: dict[str, list[int]] = {}
+    follows: set[str] = set()
+    for st in _statements(node.body):
+        if type(st) is not ast.Assign or len(st.targets) != 1:
+            continue
+        target, value = _text(st.targets[0]), st.value
+        if type(value) is ast.IfExp and cuda_check(value.test) == "body" and type(value.body) is ast.Call \
+                and type(value.body.func) is ast.Attribute and _text(value.body.func.value) == _text(value.orelse) \
+                and _places_on_cuda(value.body):
+            moves[target] = [st.lineno, st.end_lineno or st.lineno]
+        elif (type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr == "to"
+              and _text(value.func.value) == target and len(value.args) == 1
+              and type(value.args[0]) is ast.Attribute and value.args[0].attr == "device"):
+            follows.add(target)  # `self.freqs = self.freqs.to(q.device)`
+    return [span for target, span in sorted(moves.items()) if target in follows]
 
 
 def _places_on_cuda(value: ast.AST) -> bool:
