@@ -204,7 +204,13 @@ def test_a_cuda_only_branch_nothing_needs_is_skipped_and_a_device_choice_is_not(
                 print(names())
 
             def forward(self, x):
-                return flex_attention(x, x, x) + self.proj(x)
+                return flex_attention(x, x, x) + place(self.proj, x.device)(x)
+
+        def place(module, device):
+            net = module
+            if torch.cuda.is_available():
+                net = net.to(device).half()
+            return net
         """
     got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
     assert got[("model.py", 4, "NR1935")].context == "step"  # FlexAttention itself is the concern
@@ -215,6 +221,7 @@ def test_a_cuda_only_branch_nothing_needs_is_skipped_and_a_device_choice_is_not(
         f = got[("model.py", line, rule)]
         assert f.context == "opt-in" and f.details["feature"] == "cuda", (line, rule, f.context)
     assert got[("model.py", 36, "NR1004")].context == "step"  # the training device's choice stays
+    assert got[("model.py", 62, "NR1205")].context == "step"  # so does a move of what the code goes on using
 
 
 def test_a_module_the_library_imports_only_lazily_follows_its_importer(tmp_path):

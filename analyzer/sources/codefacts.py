@@ -1713,10 +1713,10 @@ def _moved_anyway(node: ast.ClassDef) -> list[list[int]]:
 
 
 def _places_on_cuda(value: ast.AST) -> bool:
-    """A value that names the CUDA device or moves something to it (`"cuda"`, `torch.device(...)`,
-    `x.cuda()`, `x.to("cuda")`): a device choice the code after the branch goes on using."""
+    """A value that names the CUDA device or moves something to a device (`"cuda"`, `torch.device(...)`,
+    `x.cuda()`, `x.to(device)`): a device choice the code after the branch goes on using."""
     for n in ast.walk(value):
-        if _names_cuda(n) or (type(n) is ast.Call and (_chain(n.func) or [""])[-1] in ("cuda", "device")):
+        if _names_cuda(n) or (type(n) is ast.Call and (_chain(n.func) or [""])[-1] in ("cuda", "device", "to")):
             return True
     return False
 
