@@ -543,7 +543,9 @@ def in_fallback(code: dict, index: int) -> str | None:
     seen = 0
     while 0 <= index < len(regions) and seen < 50:
         if len(regions[index]) > 6 and regions[index][6]:
-            return "auto" if regions[index][2] in _CAPABILITY_CONDS else "switch"
+            # a kernel branch that runs only on a CUDA device (`if x.is_cuda and self.use_kernel:`,
+            # `if self.use_cuda_kernel:` defaulting to `torch.cuda.is_available()`) is skipped by itself
+            return "auto" if regions[index][2] in _CAPABILITY_CONDS or cuda_branch(regions[index]) else "switch"
         index = regions[index][4]
         seen += 1
     return None
@@ -1096,7 +1098,8 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
             for refs in table.values():
                 for ref in refs:
                     referenced.update(graph.resolve(rel, ref))
-    roots = [f"{rel}::" for rel in rels]
+    lazy = _lazy_modules(graph, rels)
+    roots = [f"{rel}::" for rel in rels if f"{rel}::" not in lazy]
     for rel in rels:
         for name, d in graph.code.get(rel, {}).get("defs", {}).items():
             node = f"{rel}::{name}"
@@ -1106,6 +1109,19 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
                 continue  # methods run through their class (hooks, names); nested defs with their parent
             roots.append(node)
     return roots
+
+
+def _lazy_modules(graph: Graph, rels: list[str]) -> set[str]:
+    """Module nodes the library imports only inside functions (`from .triton_flash_attn import
+    flash_attn_forward` in the CUDA path's `forward`), never from module code: the library itself
+    leaves them out until such a function runs, so their module code runs with it, not on import."""
+    eager: set[str] = set()
+    lazy: set[str] = set()
+    for rel in rels:
+        for scope, mods in graph.code.get(rel, {}).get("imports", {}).items():
+            for mod, *_ in mods:
+                (eager if not scope or scope == MAIN else lazy).update(graph.import_targets(rel, mod))
+    return lazy - eager
 
 
 def api_methods(graph: Graph, roots: list[str]) -> list[str]:
@@ -1542,7 +1558,8 @@ def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()
     is the guard the remedies ask for, and the library's cost sits with its unguarded uses."""
     needed = [f for f in findings if f.context == "step" and f.category != "dependency" and not f.fallback
               and not f.details.get("guarded_import")]
-    required = {_module_root(f.symbol) for f in needed}
+    # PyTorch itself is never optional (`try: from torch.nn.attention.flex_attention import ...`): the job imports it
+    required = {_module_root(f.symbol) for f in needed} | {"torch"}
     # What the job cannot even import without: module code, not a function that imports it when called.
     loaded = {_module_root(f.symbol) for f in needed if not f.scope}
     for f in findings:
@@ -1602,19 +1619,36 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
     of a function after `if device.type != "cuda": return`), or in a function the step reaches only
     through such branches, is skipped on Trainium and nothing is lost: it is listed as CUDA-only,
     never costed. A branch that also places data or picks the device (`device = "cuda"`) stays a
-    concern, and so does its test."""
+    concern, and so does its test, unless nothing after the branch needs it (codefacts
+    `cuda_optional`: a cache warm-up, `f = torch.compile(f)`, a value set before refined): then its
+    test and its body are skipped on Trainium with nothing lost, whatever their rules."""
     groups: dict[tuple[str, object], list[Finding]] = {}
     for f in findings:
         code = (info_by[f.path].facts.get("code") or {}) if f.path in info_by else {}
         if f.context not in ("step", "opt-in", "evaluation") or not code:
             continue
         r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
-        if r is not None:
+        if any(a <= f.line <= b for a, b in code.get("cuda_optional_lines", ())) and f.context == "step":
+            f.context, f.gate = "opt-in", "only on a CUDA device (a move to CUDA the class undoes before use)"
+            f.details["feature"] = "cuda"
+            f.details["context_reason"] = "a CUDA move that the forward moves to the input's device anyway: skipped on Trainium"
+        elif r is not None:
             groups.setdefault((f.path, r), []).append(f)
         elif ctx is not None and ctx.cuda_only and (node := node_of(code, f.path, f.scope)) in ctx.cuda_only:
             groups.setdefault((f.path, node), []).append(f)
     for (path, where), fs in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-        if not all(f.rule in housekeeping for f in fs):
+        code = info_by[path].facts.get("code") or {}
+        optional = isinstance(where, int) and _optional_cuda_branch(code, where)
+        # the CUDA kernel path of a device check with a PyTorch path beside it (`if x.is_cuda and
+        # self.use_cuda_kernel: ... else: torch_path(...)`), or what only such paths reach: Trainium runs
+        # the PyTorch path; the kernel findings stay as their fallback check, the rest never runs
+        beside = (_optional_cuda_branch(code, where, kernel=True) if isinstance(where, int)
+                  else ctx is not None and where in ctx.auto_fallback)
+        if optional or all(f.rule in housekeeping for f in fs):
+            beside = False
+        elif beside:
+            fs = [f for f in fs if not f.fallback or f.rule in housekeeping]
+        else:
             continue
         if isinstance(where, int):
             gate = f"only on a CUDA device (`{(info_by[path].facts.get('code') or {})['regions'][where][5]}`)"
@@ -1624,7 +1658,23 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
             if f.context == "step":
                 f.context, f.gate = "opt-in", gate
                 f.details["feature"] = "cuda"
-                f.details["context_reason"] = "CUDA-only housekeeping behind a device check: skipped on Trainium"
+                f.details["context_reason"] = (
+                    "a CUDA-only branch nothing after it needs (a warm-up, a compile, a refinement): skipped on Trainium"
+                    if optional else "the CUDA path of a device check with a PyTorch path beside it: skipped on Trainium"
+                    if beside else "CUDA-only housekeeping behind a device check: skipped on Trainium")
+
+
+def _optional_cuda_branch(code: dict, index: int, kernel: bool = False) -> bool:
+    """Whether a CUDA-only region, or a CUDA-only region around it, is one nothing after it needs
+    (`kernel`: is the kernel branch of a device check with a PyTorch path beside it)."""
+    regions, optional = code.get("regions", ()), set(code.get("cuda_optional", ()))
+    seen = 0
+    while 0 <= index < len(regions) and seen < 50:
+        if (index in optional) if not kernel else (len(regions[index]) > 6 and regions[index][6] and cuda_branch(regions[index])):
+            return True
+        index = regions[index][4]
+        seen += 1
+    return False
 
 
 def first_party_headers(findings: list[Finding], rels: set[str]) -> None:

@@ -28,6 +28,10 @@ is a plain JSON-able record cached with the file's result:
   computes a result itself, neither raising, asserting nor exiting (`if x.is_cuda: return
   torch.ops.lib.op(x) else: return scipy_path(x)`, or the early `if not x.is_cuda: return f(x)`):
   what the CUDA branch alone calls has a host path (cpu_twins.py reads it with `refs`).
+- `cuda_optional`: CUDA-only regions with no alternative that nothing after them needs (a cache
+  warm-up, `f = torch.compile(f)`, a value set before refined, the rest of `__init__` after
+  `if not torch.cuda.is_available(): return`): skipped on Trainium with nothing lost (`_refines`);
+  `cuda_optional_lines`, a CUDA move the class undoes before use anyway (`_moved_anyway`).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
   classes: [name, value, line].
@@ -174,6 +178,8 @@ class _Facts:
         self.returns: dict[str, list[str]] = {}  # per function: references it returns (a factory of callables)
         self.lambdas: dict[str, list[list[int]]] = {}  # construction and checkpoint functions: lambda line spans
         self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
+        self.cuda_optional: list[int] = []  # CUDA-only regions nothing after them needs (`_refines`)
+        self.cuda_optional_lines: list[list[int]] = []  # [first, last] line of a CUDA move undone anyway (`_moved_anyway`)
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
         self.main_guard = 0
@@ -352,6 +358,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("registrations", fx.registrations), ("attributes", fx.attributes), ("predicates", fx.predicates),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
+                       ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
                        ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas)):
         if value:
@@ -420,8 +427,11 @@ class _Walk:
         self.cuda_locals: frozenset[str] = frozenset()  # locals holding a CUDA check in this function
         self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
+        self.cuda_attrs: frozenset[str] = frozenset()  # "self.x" holding a CUDA check in the enclosing class
+        self.scopes: list[ast.AST] = []  # the enclosing function, else the module (`_refines` reads it)
 
     def run(self, tree: ast.Module) -> None:
+        self.scopes.append(tree)
         self.body(tree.body)
 
     # ------------------------------------------------------------------ statements
@@ -472,6 +482,12 @@ class _Walk:
             self.in_try += is_try
             compound = is_try or t in (ast.For, ast.AsyncFor, ast.While) or t.__name__ == "Match"
             self.nest += compound
+            parent = self.region
+            if t is ast.For and not st.orelse and _over_cuda_devices(st.iter):
+                # `for i in range(torch.cuda.device_count()):` runs no iteration without CUDA
+                fx.regions.append([st.lineno, st.end_lineno or st.lineno, ["cuda"], "body", parent,
+                                   _text(st.iter), False, True])
+                self.region = len(fx.regions) - 1
             for field in ("body", "orelse", "finalbody", "handlers"):
                 sub = getattr(st, field, None)
                 if type(sub) is list:
@@ -480,6 +496,7 @@ class _Walk:
                             self.body(s.body)
                         elif isinstance(s, ast.stmt):
                             self.stmt(s)
+            self.region = parent
             self.in_try -= is_try
             if t.__name__ == "Match":
                 for case in st.cases:
@@ -529,7 +546,8 @@ class _Walk:
         self.scope, self.region, self.nest = name, -1, 0
         fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
-        self.cuda_locals = _cuda_locals(node.body, rebound)
+        self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
+        self.scopes.append(node)
         self.params = {**(self.attrs if self.cls is not None else {}), **_option_params(node, rebound)}
         self.params.update(_local_aliases(node.body, self.params, rebound))
         self.nested.append((name, inner))
@@ -554,6 +572,7 @@ class _Walk:
                 fx.options.append([pname, value, node.lineno])
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
+        self.scopes.pop()
         self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params = saved
 
     def option_test(self, test: ast.AST) -> bool:
@@ -609,7 +628,7 @@ class _Walk:
         leaves the rest of the function to CUDA devices alone (the early return dominates it): the
         rest, with the test (the device check itself), is a CUDA-only region; the return branch is not."""
         fx = self.fx
-        for st in stmts:
+        for i, st in enumerate(stmts):
             before = len(fx.regions)
             self.stmt(st)
             if (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return
@@ -621,6 +640,8 @@ class _Walk:
                 self.region = len(fx.regions) - 1
                 if _computes(st.body):  # `if not x.is_cuda: return f(x)`: the return branch is a host path
                     fx.host_paths.append([self.region, before])
+                elif _refines(stmts[i + 1:], self.scopes[-1], st.lineno, end):
+                    fx.cuda_optional.append(self.region)  # a bare return, and the rest only refines
             elif (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return and len(fx.regions) > before
                     and fx.regions[before][0] == st.lineno and _option_only(fx.regions[before][2])):
                 # `if not self.use_aux: return x`: the rest of the function runs only when the test is false
@@ -685,6 +706,10 @@ class _Walk:
         self.scope, self.cls, self.region = name, name, -1
         self.config_class = config_like
         self.attrs = _init_attributes(node)
+        saved_cuda, self.cuda_attrs = self.cuda_attrs, _cuda_attributes(node)
+        fx.cuda_optional_lines.extend(_moved_anyway(node))
+        # `self.use_kernel = use_kernel` after `use_kernel = default(use_kernel, CHECK)`: the device check, not the option
+        self.attrs = {k: v for k, v in self.attrs.items() if k not in self.cuda_attrs}
         fx.members = _members(fx, node)
         init = _init_of(node)
         fx.config_members = _config_objects(init)[1] if init is not None else set()
@@ -694,6 +719,7 @@ class _Walk:
                 have.append(entry)
         self.body(node.body)
         self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members = saved
+        self.cuda_attrs = saved_cuda
 
     def field(self, st: ast.AnnAssign) -> None:
         """A dataclass-like field default: `use_flash: bool = False`, `x: int = field(default=3)`."""
@@ -790,7 +816,7 @@ class _Walk:
                 self.body(node.body)
             self.body(node.orelse)
             return
-        c = fx.cond(test, self.params)
+        c = _cuda_cond(test, fx.cond(test, self.params), self.cuda_locals)
         config = c != ["?"] and _has_config(c)
         if asserts_no_grad(node.body):
             # `if store is not None: assert not k.requires_grad`: a branch that runs only without autograd
@@ -818,6 +844,8 @@ class _Walk:
         # reads a local, yet the branch is skipped on Trainium all the same)
         fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda_only == "body"])
         self.region = body = len(fx.regions) - 1
+        if cuda_only == "body" and _refines(node.body, self.scopes[-1], node.lineno, body_end, node.orelse):
+            fx.cuda_optional.append(body)
         self.body(node.body)
         self.region = parent
         if node.orelse:
@@ -1543,16 +1571,178 @@ def _names_nccl(node: ast.AST) -> bool:
     return _literal(node) == "nccl"
 
 
-def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int]) -> frozenset[str]:
-    """Locals assigned once, at a function's top level, from a CUDA check
-    (`any_cuda = any(t.is_cuda for t in (q, k, v))`): testing the local tests the device."""
-    out = set()
+def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int], args: ast.arguments | None = None,
+                 known: Collection[str] = frozenset()) -> frozenset[str]:
+    """Locals assigned once, at a function's top level, from a CUDA check or a value that defaults to
+    one (`any_cuda = any(t.is_cuda for t in (q, k, v))`, `use_kernel = default(use_kernel,
+    torch.cuda.is_available())`), and parameters that default to one (`use_cuda=torch.cuda.is_available()`),
+    with `known` (the class's CUDA attributes): testing the local tests the device by default."""
+    out = set(known)
+    if args is not None:
+        pos = args.posonlyargs + args.args
+        pairs = list(zip(pos[len(pos) - len(args.defaults):], args.defaults)) + [
+            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        out.update(a.arg for a, d in pairs if not assigned.get(a.arg) and _cuda_value(d, out))
     for st in stmts:
         if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
             name = st.targets[0].id
-            if assigned.get(name) == 1 and cuda_check(st.value) == "body":
+            if assigned.get(name) == 1 and _cuda_value(st.value, out):
                 out.add(name)
     return frozenset(out)
+
+
+def _over_cuda_devices(it: ast.AST) -> bool:
+    """`range(torch.cuda.device_count())`: one iteration per CUDA device, none on Trainium."""
+    return (type(it) is ast.Call and _chain(it.func) == ["range"] and len(it.args) == 1
+            and type(it.args[0]) is ast.Call and (_chain(it.args[0].func) or [])[-2:] == ["cuda", "device_count"])
+
+
+def _cuda_cond(test: ast.AST, c: list, cuda_locals: Collection[str]) -> list:
+    """`c` with each name that holds a CUDA check (`self.use_cuda_kernel`, `any_cuda`) read as the
+    device check it is, not as the option or flag of that name."""
+    t = type(test)
+    if t in (ast.Name, ast.Attribute) and cuda_check(test, cuda_locals) == "body":
+        return ["cuda"]
+    if t is ast.BoolOp and len(c) == len(test.values) + 1:
+        return [c[0], *(_cuda_cond(v, sub, cuda_locals) for v, sub in zip(test.values, c[1:]))]
+    if t is ast.UnaryOp and type(test.op) is ast.Not and c[:1] == ["not"]:
+        return ["not", _cuda_cond(test.operand, c[1], cuda_locals)]
+    return c
+
+
+def _cuda_value(node: ast.AST, known: Collection[str]) -> bool:
+    """A value that is a CUDA check, or an unset option's default that is one: `default(x, CHECK)`
+    (a helper named for defaults), `x if x is not None else CHECK`, `x or CHECK`."""
+    t = type(node)
+    if cuda_check(node, known) == "body":
+        return True
+    if t is ast.Call and len(node.args) == 2 and not node.keywords and "default" in ((_chain(node.func) or [""])[-1]).lower():
+        return type(node.args[0]) in (ast.Name, ast.Attribute) and _cuda_value(node.args[1], known)
+    if t is ast.IfExp:
+        names = [a for a in (node.body, node.orelse) if type(a) in (ast.Name, ast.Attribute)]
+        return len(names) == 1 and _cuda_value(node.orelse if names[0] is node.body else node.body, known)
+    if t is ast.BoolOp and type(node.op) is ast.Or:
+        return all(type(v) in (ast.Name, ast.Attribute) for v in node.values[:-1]) and _cuda_value(node.values[-1], known)
+    return False
+
+
+def _cuda_attributes(node: ast.ClassDef) -> frozenset[str]:
+    """`self.cuda = torch.cuda.is_available() and not cfg.cpu` at the top level of a class's
+    `__init__` (from a CUDA check, or from a local or parameter holding one), assigned nowhere else in
+    the class: testing `self.cuda` anywhere in the class tests the device ("self.cuda")."""
+    init = _init_of(node)
+    if init is None:
+        return frozenset()
+    count: dict[str, int] = {}
+    for st in _statements(node.body):
+        targets = st.targets if type(st) is ast.Assign else [st.target] if type(st) in (ast.AugAssign, ast.AnnAssign) else ()
+        for tg in targets:
+            parts = _chain(tg) if type(tg) is ast.Attribute else None
+            if parts and len(parts) == 2 and parts[0] == "self":
+                count["self." + parts[1]] = count.get("self." + parts[1], 0) + 1
+    local = _cuda_locals(init.body, _statement_names(init)[1], init.args)
+    out: set[str] = set()
+    for st in init.body:
+        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Attribute:
+            parts = _chain(st.targets[0])
+            key = "self." + parts[1] if parts and len(parts) == 2 and parts[0] == "self" else ""
+            if key and count.get(key) == 1 and _cuda_value(st.value, local | out):
+                out.add(key)
+    return frozenset(out)
+
+
+# Calls a CUDA-only branch may make for their side effects alone: logging and printing.
+_LOG_CALL = re.compile(r"(?i)^(print\w*|warn\w*|log\w*|info|debug|warning)$")
+
+
+def _refines(stmts: list[ast.stmt], scope: ast.AST, start: int, end: int, orelse: list[ast.stmt] = ()) -> bool:
+    """A CUDA-only branch nothing after it needs, so Trainium skips it with nothing lost: with no
+    alternative (no else, or an else that only sets what the branch sets to None: the feature is off
+    without CUDA), its statements only bind locals read nowhere else, re-assign a name or attribute
+    that already holds a value before the branch (`flex_attention = torch.compile(flex_attention)`,
+    `self.cuda_config = None` before), log, or call the object's own methods for their effect (a
+    cache warm-up: `self._pe(1, device, h, w)`). A value that picks a device (`device = "cuda"`,
+    `torch.device(...)`) kept after the branch, a return, or any other call keeps it a concern."""
+    off = set()
+    for st in orelse:
+        if not (type(st) is ast.Assign and len(st.targets) == 1 and _literal(st.value) is None):
+            return False
+        off.add(_text(st.targets[0]))
+    if not stmts:
+        return False
+    assigns: list[tuple[ast.AST, ast.AST]] = []  # (target, value): judged by what the scope does around the branch
+    for st in _statements(stmts):
+        t = type(st)
+        if t in (ast.If, ast.Pass) or (t is ast.For and type(st.target) is ast.Name):
+            continue
+        if t is ast.Expr and type(st.value) is ast.Call:
+            parts = _chain(st.value.func) or []
+            if (len(parts) == 2 and parts[0] == "self") or (parts and _LOG_CALL.match(parts[-1])):
+                continue
+            return False
+        if t in (ast.Assign, ast.AnnAssign, ast.AugAssign) and (t is not ast.Assign or len(st.targets) == 1):
+            target = st.targets[0] if t is ast.Assign else st.target
+            if type(target) in (ast.Name, ast.Attribute) and st.value is not None:
+                assigns.append((target, st.value))
+                continue
+        return False
+    if not assigns:
+        return True
+    before: set[str] = set(off)
+    read_outside: set[str] = set()
+    stack: list[tuple[ast.AST, bool]] = [(scope, False)]
+    while stack:  # one walk of the scope, only for a branch that assigns
+        n, nested = stack.pop()
+        line = getattr(n, "lineno", None)
+        outside = line is None or not start <= line <= end
+        t = type(n)
+        if outside and t in (ast.Name, ast.Attribute) and type(n.ctx) is ast.Load:
+            read_outside.add(_text(n))
+        elif line is not None and line < start and not nested:  # bound before the branch, in this scope
+            if t in (ast.Name, ast.Attribute) and type(n.ctx) is ast.Store:
+                before.add(_text(n))
+            elif t in (ast.Import, ast.ImportFrom):
+                before.update((a.asname or a.name).split(".")[0] for a in n.names)
+        inner = nested or (n is not scope and t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+        stack.extend((c, inner) for c in ast.iter_child_nodes(n))
+    function = type(scope) is not ast.Module
+    for target, value in assigns:
+        name = _text(target)
+        if function and type(target) is ast.Name and name not in read_outside:
+            continue  # a local of the branch
+        if name not in before or _places_on_cuda(value):
+            return False  # a value only the branch gives, or a device choice kept after it
+    return True
+
+
+def _moved_anyway(node: ast.ClassDef) -> list[list[int]]:
+    """`self.freqs = freqs.to("cuda") if torch.cuda.is_available() else freqs` in a class that moves
+    `self.freqs` to an input's device before using it (`self.freqs = self.freqs.to(q.device)`): the
+    CUDA move is undone on any device, so Trainium loses nothing by skipping it ([first, last] lines)."""
+    moves: dict[str, list[int]] = {}
+    follows: set[str] = set()
+    for st in _statements(node.body):
+        if type(st) is not ast.Assign or len(st.targets) != 1:
+            continue
+        target, value = _text(st.targets[0]), st.value
+        if type(value) is ast.IfExp and cuda_check(value.test) == "body" and type(value.body) is ast.Call \
+                and type(value.body.func) is ast.Attribute and _text(value.body.func.value) == _text(value.orelse) \
+                and _places_on_cuda(value.body):
+            moves[target] = [st.lineno, st.end_lineno or st.lineno]
+        elif (type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr == "to"
+              and _text(value.func.value) == target and len(value.args) == 1
+              and type(value.args[0]) is ast.Attribute and value.args[0].attr == "device"):
+            follows.add(target)  # `self.freqs = self.freqs.to(q.device)`
+    return [span for target, span in sorted(moves.items()) if target in follows]
+
+
+def _places_on_cuda(value: ast.AST) -> bool:
+    """A value that names the CUDA device or moves something to a device (`"cuda"`, `torch.device(...)`,
+    `x.cuda()`, `x.to(device)`): a device choice the code after the branch goes on using."""
+    for n in ast.walk(value):
+        if _names_cuda(n) or (type(n) is ast.Call and (_chain(n.func) or [""])[-1] in ("cuda", "device", "to")):
+            return True
+    return False
 
 
 def cuda_check(test: ast.AST, cuda_locals: Collection[str] = ()) -> str | None:
@@ -1564,11 +1754,16 @@ def cuda_check(test: ast.AST, cuda_locals: Collection[str] = ()) -> str | None:
     t = type(test)
     if t is ast.Name and test.id in cuda_locals:
         return "body"
+    if t is ast.Attribute and type(test.value) is ast.Name and f"{test.value.id}.{test.attr}" in cuda_locals:
+        return "body"  # `self.cuda`, set once from a CUDA check in `__init__`
     if t is ast.UnaryOp and type(test.op) is ast.Not:
         inner = cuda_check(test.operand, cuda_locals)
         return {"body": "else", "else": "body"}.get(inner or "")
     if t is ast.BoolOp and type(test.op) is ast.And:
         return "body" if any(cuda_check(v, cuda_locals) == "body" for v in test.values) else None
+    if t is ast.BoolOp and type(test.op) is ast.Or:
+        # `not torch.cuda.is_available() or not flash`: false only on a CUDA device
+        return "else" if any(cuda_check(v, cuda_locals) == "else" for v in test.values) else None
     if t is ast.Attribute and test.attr == "is_cuda":
         return "body"
     if t is ast.Call and type(test.func) is ast.Name and test.func.id in ("any", "all") and len(test.args) == 1:

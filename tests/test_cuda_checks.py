@@ -1,0 +1,272 @@
+"""A value derived from a CUDA check is a CUDA check, and a CUDA-only branch that nothing after it
+needs is skipped on Trainium (docs/contexts.md, "CUDA-only code"). Small trees scanned through the
+whole pipeline; contexts and fallbacks are asserted, not figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scanning import write_tree as tree
+from neuron_ready.config import Settings
+from neuron_ready.engine import run_scan
+
+
+def scan(root: Path):
+    return run_scan(Settings(root=root, cache=False)).report
+
+
+def found(report) -> dict[tuple[str, int, str], object]:
+    return {(f.path, f.line, f.rule): f for f in report.findings + report.off_path}
+
+
+TRAIN = """\
+    import torch
+    from model import Net
+
+    def main():
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            loss = model(torch.ones(2, 4)).sum()
+            loss.backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        main()
+    """
+
+CUDA_ATTN = """\
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _double(x_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
+
+    def fused(x):
+        y = x.half()
+        _double[(1,)](y, y.numel(), BLOCK=128)
+        return y.float()
+    """
+
+# The ways a project defaults an option to "is CUDA there": each picks the kernel path on a GPU only.
+DERIVED = {
+    "default helper": "use_cuda_kernel = default(use_cuda_kernel, torch.cuda.is_available())",
+    "conditional": "use_cuda_kernel = use_cuda_kernel if use_cuda_kernel is not None else torch.cuda.is_available()",
+    "or": "use_cuda_kernel = use_cuda_kernel or torch.cuda.is_available()",
+    "conjunction": "use_cuda_kernel = torch.cuda.is_available() and use_cuda_kernel is not False",
+}
+
+
+@pytest.mark.parametrize("line", list(DERIVED.values()), ids=list(DERIVED))
+def test_an_option_defaulting_to_a_cuda_check_picks_the_pytorch_path_by_itself(tmp_path, line):
+    model = f"""\
+        import torch
+
+        def default(v, d):
+            return v if v is not None else d
+
+        class Net(torch.nn.Module):
+            def __init__(self, use_cuda_kernel=None):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+                {line}
+                self.use_cuda_kernel = use_cuda_kernel
+
+            def forward(self, x):
+                if self.use_cuda_kernel:
+                    from cuda_attn import fused
+                    out = fused(self.proj(x))
+                else:
+                    out = torch.relu(self.proj(x))
+                return out
+        """
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model, "cuda_attn.py": CUDA_ATTN}))
+    got = found(report)
+    half = got[("cuda_attn.py", 11, "NR1205")]
+    assert half.context == "opt-in" and half.details["feature"] == "cuda"  # Trainium never runs the kernel path
+    kernels = [f for f in report.findings if f.path == "cuda_attn.py" and f.category == "triton"]
+    assert kernels and all(f.fallback for f in kernels)  # an automatic fallback, like `if x.is_cuda:`
+
+
+def test_a_parameter_defaulting_to_a_cuda_check_is_one(tmp_path):
+    model = """\
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x, use_cuda=torch.cuda.is_available()):
+                if use_cuda:
+                    torch.cuda.synchronize()
+                    y = self.proj(x).half()
+                else:
+                    y = self.proj(x)
+                return y.float()
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
+    assert got[("model.py", 10, "NR1007")].context == "opt-in"
+
+
+def test_an_attribute_set_once_from_a_cuda_check_is_one_wherever_the_class_tests_it(tmp_path):
+    model = """\
+        import logging
+        import torch
+
+        logger = logging.getLogger(__name__)
+
+        class Net(torch.nn.Module):
+            def __init__(self, cpu=False, world=1):
+                super().__init__()
+                self.cuda = torch.cuda.is_available() and not cpu
+                if self.cuda:
+                    self.device = torch.device("cuda")
+                else:
+                    self.device = torch.device("cpu")
+                if self.cuda and world > 1:
+                    self.buf = torch.cuda.DoubleTensor(world)
+                else:
+                    self.buf = None
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                if self.cuda and torch.cuda.get_device_capability(0)[0] >= 7:
+                    logger.info("this GPU may support --fp16")
+                return self.proj(x)
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
+    assert got[("model.py", 11, "NR1004")].context == "step"  # picks the training device: the port adds Neuron here
+    assert got[("model.py", 15, "NR1016")].context == "opt-in"  # off without CUDA (the else sets None)
+    assert got[("model.py", 21, "NR1005")].context == "opt-in"  # a probe answered only on a GPU
+
+
+def test_a_cuda_only_branch_nothing_needs_is_skipped_and_a_device_choice_is_not(tmp_path):
+    model = """\
+        import torch
+
+        try:
+            from torch.nn.attention.flex_attention import flex_attention
+            if torch.cuda.is_available():
+                flex_attention = torch.compile(flex_attention)
+        except ImportError:
+            flex_attention = None
+
+        class Encoding(torch.nn.Module):
+            def __init__(self, warmup=True):
+                super().__init__()
+                self.cache = {}
+                if warmup and torch.cuda.is_available():
+                    device = torch.device("cuda")
+                    for size in (8, 16):
+                        self._pe(device, size)
+
+            def _pe(self, device, size):
+                self.cache[size] = torch.zeros(size, device=device)
+
+        class Attend(torch.nn.Module):
+            def __init__(self, flash=True):
+                super().__init__()
+                self.cuda_config = None
+                if not torch.cuda.is_available() or not flash:
+                    return
+                props = torch.cuda.get_device_properties(torch.device("cuda"))
+                if props.major >= 8:
+                    print("A100: flash attention")
+                    self.cuda_config = (True, False)
+
+        def pick_device():
+            device = "cpu"
+            if torch.cuda.is_available():
+                device = "cuda"
+            return device
+
+        def capabilities():
+            return [torch.cuda.get_device_capability(i) for i in range(0)] + [
+                torch.cuda.get_device_name(i) for i in range(1)]
+
+        def names():
+            out = []
+            for i in range(torch.cuda.device_count()):
+                out.append(torch.cuda.get_device_name(i))
+            return out
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc, self.attend = Encoding(), Attend()
+                self.proj = torch.nn.Linear(4, 4).to(pick_device())
+                print(names())
+
+            def forward(self, x):
+                return flex_attention(x, x, x) + place(self.proj, x.device)(x)
+
+        def place(module, device):
+            net = module
+            if torch.cuda.is_available():
+                net = net.to(device).half()
+            return net
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
+    assert got[("model.py", 4, "NR1935")].context == "step"  # FlexAttention itself is the concern
+    for line, rule in ((5, "NR1005"), (6, "NR1304"),  # a compile of what exists without it
+                       (14, "NR1005"), (15, "NR1004"),  # a cache warm-up
+                       (26, "NR1005"), (28, "NR1005"),  # the rest of __init__ only refines cuda_config
+                       (45, "NR1005"), (46, "NR1005")):  # a loop over CUDA's devices
+        f = got[("model.py", line, rule)]
+        assert f.context == "opt-in" and f.details["feature"] == "cuda", (line, rule, f.context)
+    assert got[("model.py", 36, "NR1004")].context == "step"  # the training device's choice stays
+    assert got[("model.py", 62, "NR1205")].context == "step"  # so does a move of what the code goes on using
+
+
+def test_a_module_the_library_imports_only_lazily_follows_its_importer(tmp_path):
+    """In library mode a module imported only inside a function (the CUDA path's lazy import) is no
+    surface of its own: its module code (`import triton`) runs with the CUDA path, an automatic fallback."""
+    model = """\
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                if x.is_cuda:
+                    from .cuda_attn import fused
+                    out = fused(self.proj(x))
+                else:
+                    out = torch.relu(self.proj(x))
+                return out
+        """
+    root = tree(tmp_path, {"pkg/__init__.py": "from .model import Net\n", "pkg/model.py": model,
+                           "pkg/cuda_attn.py": CUDA_ATTN})
+    got = found(scan(root))
+    assert got[("pkg/cuda_attn.py", 2, "NR1805")].fallback
+
+
+@pytest.mark.parametrize("moved", [True, False], ids=["moved-in-forward", "not-moved"])
+def test_a_cuda_move_the_forward_undoes_is_skipped(tmp_path, moved):
+    """`self.freqs = freqs.to("cuda") if torch.cuda.is_available() else freqs` loses nothing on
+    Trainium when the forward moves `self.freqs` to its input's device anyway; without that move the
+    tensor would stay on the CPU and the line is a concern."""
+    move = "self.freqs = self.freqs.to(x.device)" if moved else "pass"
+    model = f"""\
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                freqs = torch.arange(4.0)
+                self.freqs = freqs.to("cuda") if torch.cuda.is_available() else freqs
+
+            def forward(self, x):
+                {move}
+                return x * self.freqs
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
+    assert got[("model.py", 7, "NR1002")].context == ("opt-in" if moved else "step")
