@@ -64,6 +64,7 @@ EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validatio
                          r"|onnx|export|exporting)(_|$)")
 UNKNOWN = object()
 _FORWARD_LEVELS = 4  # callers followed for a forwarded keyword (`f(x=x)`): more is unknown
+_FORWARD_BUDGET = 400  # parameters looked at for one question: past it, unknown
 # Methods whose call, matched by name on any reached class, is evidence that a script trains.
 TRAINING_METHOD = re.compile(r"(?i)train|^fit$|finetune|^run$|^main$|^launch$")
 FALLBACK_CATEGORIES = frozenset({"custom-cuda", "triton", "gpu-library", "device"})
@@ -123,6 +124,7 @@ class Defaults:
         self._loose: set[str] = set()  # names referred to by name alone (`obj.f`, `getattr(m, "f")`)
         self._graph = None  # the resolver (Graph.resolve), once attached
         self._handed_nodes: set[str] = set()
+        self._budget = _FORWARD_BUDGET
         self._by_owner: dict[tuple[str, str], list] | None = None  # (function node, parameter) -> (file, value)
         self._calls_to: dict[str, list] = {}  # function node -> parameters each call passes (None: unknown)
         self._passed_any: dict[str, list] = {}  # keyword -> (file, value) of every call
@@ -349,7 +351,7 @@ class Defaults:
                         self._calls_to.setdefault(owner, []).append(None)
                     continue
                 given = dict(call[1])
-                for i, value in enumerate(call[0] if type(call[0]) is list else ()):
+                for i, value in enumerate(call[0] if type(call[0]) is list else ["?"] * call[0]):
                     if i + bound in sig:
                         given.setdefault(sig[i + bound], value)
                 for kw, value in given.items():
@@ -396,31 +398,36 @@ class Defaults:
             return False
         return f"{node.partition('::')[0]}::{own}" not in self._handed_nodes
 
-    def param_value(self, name: str, default, depth: int = 0, owner: str | None = None):
+    def param_value(self, name: str, default, depth: int = 0, owner: str | None = None, path: tuple = ()):
         """The value the parameter `name` (of the function node `owner`, when known) has in the
         training job: what every call passes, plus its default unless every call passes it; UNKNOWN
         when they differ. Calls resolved to another function leave it alone; calls no function is
-        resolved for count for every parameter of that name. A value forwarded from the caller's own
-        parameter (`f(x=x)`) is that parameter's value, followed `_FORWARD_LEVELS` levels of callers
-        (a wrapper, the class that builds it, a `partial` of that class), never guessed."""
-        if owner is not None and self._by_owner is not None:
-            values = self.passed.get(name, []) + self._by_owner.get((owner, name), [])
-            seen = [] if self.always_passed(owner, name) else [default]
-        else:
-            values, seen = self._passed_any.get(name, []), [default]
-        for rel, v in values:
+        resolved for count for every parameter of that name. A value a resolved call forwards from
+        its caller's own parameter (`f(x=x)`) is that parameter's value, followed `_FORWARD_LEVELS`
+        levels of callers (a wrapper, the class that builds it, ...); one an unresolved call forwards
+        keeps the name-wide rule: the caller's default, another name followed two levels."""
+        self._budget = _FORWARD_BUDGET if not path else self._budget - 1  # `path` is empty for a new question
+        if self._budget < 0:
+            return UNKNOWN  # a web of wrappers too wide to follow
+        tied = owner is not None and self._by_owner is not None
+        wide = self.passed.get(name, []) if tied else self._passed_any.get(name, [])
+        own = self._by_owner.get((owner, name), []) if tied else []
+        seen = [] if own and self.always_passed(owner, name) else [default]
+        for rel, v, follow in [*((r, v, False) for r, v in wide), *((r, v, True) for r, v in own)]:
             if type(v) is dict and "opt" in v:  # `f(x=args.x)`: what the configuration sets
                 v = self.option(v["opt"], v.get("default", UNKNOWN))
             elif type(v) is dict:
-                caller = f"{rel}::{v['owner']}" if v.get("owner") and self._by_owner is not None else None
-                if caller == owner and v["param"] == name:
-                    continue  # a recursive call passing the parameter on as it is
+                # a resolved call's forwarded parameter is followed to its function's own callers; an
+                # unresolved call's keeps the name-wide rule (the same name: its default; another: two levels)
+                caller = f"{rel}::{v['owner']}" if follow and v.get("owner") else None
+                if caller is not None and ((caller, v["param"]) == (owner, name) or (caller, v["param"]) in path):
+                    continue  # a recursive call, or a cycle of wrappers, passing the parameter on as it is
                 if caller is None and v["param"] == name:
-                    v = v["default"]  # `f(x=x)` whose caller is not known: the default it forwards
-                elif depth >= _FORWARD_LEVELS:
+                    v = v["default"]
+                elif depth >= (_FORWARD_LEVELS if caller else 2):
                     return UNKNOWN
                 else:
-                    got = self.param_value(v["param"], v["default"], depth + 1, caller)
+                    got = self.param_value(v["param"], v["default"], depth + 1, caller, (*path, (owner, name)))
                     v = got if "value" not in v else v["value"] if _same(got, v["default"]) else UNKNOWN
             elif v == "?":
                 return UNKNOWN
