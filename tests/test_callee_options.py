@@ -139,3 +139,51 @@ def test_facts_record_each_call_under_its_callee_with_signatures_and_handed_name
     assert facts["passed"]["q:torch.device"] == [[["cuda"], {}, 0]]
     assert facts["signatures"]["run"] == [["flag", 1, 3, 3], ["dev", -1, 3, 3]]
     assert "q:pkg.ops.Block" in facts["handed"]
+
+
+WRAPPERS = """\
+    import torch
+
+    class Attend(torch.nn.Module):
+        def __init__(self, flash=False):
+            super().__init__()
+            self.flash = flash
+
+        def forward(self, x):
+            if self.flash:
+                x = torch.nonzero(x)
+            return x
+
+    class Attention(torch.nn.Module):
+        def __init__(self, flash=False):
+            super().__init__()
+            self.attend = Attend(flash=flash)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, attn_flash=False):
+            super().__init__()
+            self.attn = Attention(flash=attn_flash)
+""" + "".join(f"""
+    class Unet{n}(torch.nn.Module):
+        def __init__(self, attn_flash=False):
+            super().__init__()
+            kwargs = dict(attn_flash=attn_flash)
+            self.enc = Encoder(**kwargs)
+""" for n in "ABC")
+
+
+def test_a_keyword_forwarded_through_calls_the_scan_cannot_resolve_keeps_the_name_wide_rule(tmp_path):
+    # Attend <- Attention <- Encoder are resolved calls; Encoder(**kwargs) built from `dict(attn_flash=...)`
+    # in three sibling classes is not: each forwards its own default, as the name-wide rule says
+    root = tree(tmp_path, {"nets.py": WRAPPERS, "train.py": """\
+        import torch
+        from nets import UnetA
+        def main():
+            net = UnetA()
+            torch.optim.SGD(net.parameters()).step()
+        if __name__ == "__main__":
+            main()
+    """})
+    report = run_scan(Settings(root=root, cache=False)).report
+    got = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.path == "nets.py"}
+    assert got[10] == ("opt-in", "only when self.flash (flash defaults to False)")
