@@ -71,6 +71,8 @@ EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|evaluators?|validators?|
 EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate"
                          r"|onnx|export|exporting)(_|$)")
 UNKNOWN = object()
+_FORWARD_LEVELS = 4  # callers followed for a forwarded keyword (`f(x=x)`): more is unknown
+_FORWARD_BUDGET = 400  # parameters looked at for one question: past it, unknown
 # Methods whose call, matched by name on any reached class, is evidence that a script trains.
 TRAINING_METHOD = re.compile(r"(?i)train|^fit$|finetune|^run$|^main$|^launch$")
 FALLBACK_CATEGORIES = frozenset({"custom-cuda", "triton", "gpu-library", "device"})
@@ -125,7 +127,16 @@ class Defaults:
         values: dict[str, list] = {}
         files: dict[str, list] = {}
         self.flags: dict[tuple[str, str], list] = {}
-        self.passed: dict[str, list] = {}
+        self.passed: dict[str, list] = {}  # keyword -> (file, value) of calls no callee is resolved for
+        self._calls: list[tuple[str, str, list]] = []  # (file, callee reference, calls): `passed` facts
+        self._handed: list[tuple[str, str]] = []  # (file, reference) named other than as a call's function
+        self._loose: set[str] = set()  # names referred to by name alone (`obj.f`, `getattr(m, "f")`)
+        self._graph = None  # the resolver (Graph.resolve), once attached
+        self._handed_nodes: set[str] = set()
+        self._budget = _FORWARD_BUDGET
+        self._by_owner: dict[tuple[str, str], list] | None = None  # (function node, parameter) -> (file, value)
+        self._calls_to: dict[str, list] = {}  # function node -> parameters each call passes (None: unknown)
+        self._passed_any: dict[str, list] = {}  # keyword -> (file, value) of every call
         self.registry_keys: dict[str, set] = {}  # registry name -> the keys `.register("key", ...)` gives it
         self.registry_tests: dict[str, set] = {}  # registry name -> settings tested for membership in it
         self.attributes: dict[str, list] = {}  # instance attribute -> what the project's classes set it to
@@ -153,8 +164,13 @@ class Defaults:
                 self.flags[(info.rel, name)] = cond
             if _exercises_options(info.rel):
                 continue  # tests and benchmarks pass every option by design: not what a user's job runs
-            for kw, vals in (code.get("passed") or {}).items():
-                self.passed.setdefault(kw, []).extend(vals)
+            self._calls.extend((info.rel, ref, calls) for ref, calls in sorted((code.get("passed") or {}).items()))
+            self._handed.extend((info.rel, ref) for ref in code.get("handed", ()))
+            for d in (code.get("defs") or {}).values():  # a subclass calls its base's `__init__` unseen
+                self._handed.extend((info.rel, b) for b in (d[4] if len(d) > 4 else ()) if b[:2] in ("q:", "l:"))
+            for refs in (code.get("refs") or {}).values():
+                self._loose.update(r[0][2:] for r in refs if r[0][:2] in ("a:", "s:"))
+        self._index_calls()
         # What the code declares (argparse, config classes) is what a user gets without setting anything;
         # configuration files speak only for names the code gives no default (`task: detect` in a
         # cfg/default.yaml), since example and test configurations are what a user may choose.
@@ -251,9 +267,12 @@ class Defaults:
         if op == "env":
             return cond[2] if len(cond) > 2 else None
         if op == "param":
-            # a keyword parameter (or `self.x` set from one in __init__, whose raw default is cond[3]):
-            # its default, unless a call in the project passes something else
-            return cond[2] if self.passes_default(cond[1], cond[-1] if len(cond) > 3 else cond[2], depth) else UNKNOWN
+            # a keyword parameter (or `self.x` set from one in __init__, whose raw default is cond[3]) of
+            # the function cond[4]: its default, unless a call that reaches it passes something else
+            raw = cond[3] if len(cond) > 3 else cond[2]
+            owner = f"{rel}::{cond[4]}" if len(cond) > 4 and cond[4] else None
+            v = self.param_value(cond[1], raw, depth, owner)
+            return UNKNOWN if v is UNKNOWN else cond[2] if _same(v, raw) else v if _same(cond[2], raw) else UNKNOWN
         if op == "flag":
             if depth > 3:
                 return UNKNOWN
@@ -317,23 +336,118 @@ class Defaults:
                 return UNKNOWN
         return UNKNOWN
 
-    def passes_default(self, name: str, default, depth: int = 0) -> bool:
-        """Whether every call in the project that passes the keyword `name` passes `default`: a
-        literal, a configuration value whose default it is (`f(x=args.x)`), or a parameter of the
-        caller forwarded as is (`f(x=x)`, `f(x=self.x)`), whose own default counts when its callers do
-        not override it (followed two levels, never guessed)."""
-        for v in self.passed.get(name, ()):
+    def attach(self, graph: "Graph") -> None:
+        """Resolve calls with the graph's resolution: a keyword passed at a call then overrides the
+        parameter of the function the call resolves to, not every parameter of that name."""
+        self._graph = graph
+        self._handed_nodes = {n for rel, ref in self._handed for n in graph.resolve(rel, ref)}
+        self._index_calls()
+
+    def _index_calls(self) -> None:
+        self.passed, self._passed_any, self._calls_to = {}, {}, {}
+        self._by_owner = {} if self._graph is not None else None
+        for rel, ref, calls in self._calls:
+            owner = self._callee(rel, ref)
+            # positions name parameters of a function or a class's constructor (after `self`); a method
+            # called through its class may be a classmethod or a staticmethod: by keyword only
+            init = bool(owner) and owner.endswith(".__init__") and ref.rsplit(".", 1)[-1] != "__init__"
+            plain = bool(owner) and (init or self._graph.def_of(owner)[2] == "f")
+            sig = {p[1]: p[0] for p in self._signature(owner)} if plain else {}
+            bound = 1 if init else 0
+            for call in calls:
+                if call is None:  # more calls than the facts hold: what they pass is not known
+                    if owner:
+                        self._calls_to.setdefault(owner, []).append(None)
+                    continue
+                given = dict(call[1])
+                for i, value in enumerate(call[0] if type(call[0]) is list else ["?"] * call[0]):
+                    if i + bound in sig:
+                        given.setdefault(sig[i + bound], value)
+                for kw, value in given.items():
+                    self._passed_any.setdefault(kw, []).append((rel, value))
+                    if owner:
+                        self._by_owner.setdefault((owner, kw), []).append((rel, value))
+                    elif kw in call[1]:
+                        self.passed.setdefault(kw, []).append((rel, value))
+                if owner:
+                    self._calls_to.setdefault(owner, []).append(None if call[2] else set(given))
+
+    def _callee(self, rel: str, ref: str) -> str | None:
+        """The function node a call's reference resolves to (a class: its own `__init__`); None when
+        there is no resolver, no single target, or a class without an `__init__` of its own."""
+        if self._graph is None or not ref:
+            return None
+        nodes = self._graph.resolve(rel, ref)
+        if len(nodes) != 1:
+            return None
+        d = self._graph.def_of(nodes[0])
+        if d is None or ref[2:].rsplit(".", 1)[-1] != nodes[0].partition("::")[2].rsplit(".", 1)[-1]:
+            return None  # `Fn.apply(...)`, an alias: an attribute of the class or another name, not its constructor
+        if d[2] == "c":
+            init = nodes[0] + ".__init__"
+            return init if self._graph.def_of(init) is not None else None
+        return nodes[0]
+
+    def _signature(self, node: str) -> list:
+        rel, _, scope = node.partition("::")
+        return (self._graph.code.get(rel, {}).get("signatures") or {}).get(scope, []) if self._graph else []
+
+    def always_passed(self, node: str, name: str) -> bool:
+        """Whether the parameter's default never runs: at least one call in the project (tests aside)
+        resolves to the function, every one passes the parameter (by keyword or position, no `*args`
+        or `**kwargs` spread), and nothing refers to the function in a way the facts cannot follow (by
+        name on an object, as a string, as a value handed on, as a base class)."""
+        calls = self._calls_to.get(node)
+        if not calls or any(c is None or name not in c for c in calls):
+            return False
+        scope = node.partition("::")[2]
+        own = scope[: -len(".__init__")] if scope.endswith(".__init__") else scope
+        d = self._graph.def_of(f"{node.partition('::')[0]}::{own}") if self._graph else None
+        if d is None or "registered" in d[3] or "hook" in d[3] or own.rsplit(".", 1)[-1] in self._loose:
+            return False
+        return f"{node.partition('::')[0]}::{own}" not in self._handed_nodes
+
+    def param_value(self, name: str, default, depth: int = 0, owner: str | None = None, path: tuple = ()):
+        """The value the parameter `name` (of the function node `owner`, when known) has in the
+        training job: what every call passes, plus its default unless every call passes it; UNKNOWN
+        when they differ. Calls resolved to another function leave it alone; calls no function is
+        resolved for count for every parameter of that name. A value a resolved call forwards from
+        its caller's own parameter (`f(x=x)`) is that parameter's value, followed `_FORWARD_LEVELS`
+        levels of callers (a wrapper, the class that builds it, ...); one an unresolved call forwards
+        keeps the name-wide rule: the caller's default, another name followed two levels."""
+        self._budget = _FORWARD_BUDGET if not path else self._budget - 1  # `path` is empty for a new question
+        if self._budget < 0:
+            return UNKNOWN  # a web of wrappers too wide to follow
+        tied = owner is not None and self._by_owner is not None
+        wide = self.passed.get(name, []) if tied else self._passed_any.get(name, [])
+        own = self._by_owner.get((owner, name), []) if tied else []
+        seen = [] if own and self.always_passed(owner, name) else [default]
+        for rel, v, follow in [*((r, v, False) for r, v in wide), *((r, v, True) for r, v in own)]:
             if type(v) is dict and "opt" in v:  # `f(x=args.x)`: what the configuration sets
-                if not _same(self.option(v["opt"], v.get("default", UNKNOWN)), default):
-                    return False
+                v = self.option(v["opt"], v.get("default", UNKNOWN))
             elif type(v) is dict:
-                if not _same(v["default"], default):
-                    return False
-                if v["param"] != name and (depth >= 2 or not self.passes_default(v["param"], v["default"], depth + 1)):
-                    return False
-            elif not _same(v, default):
-                return False
-        return True
+                # a resolved call's forwarded parameter is followed to its function's own callers; an
+                # unresolved call's keeps the name-wide rule (the same name: its default; another: two levels)
+                caller = f"{rel}::{v['owner']}" if follow and v.get("owner") else None
+                if caller is not None and ((caller, v["param"]) == (owner, name) or (caller, v["param"]) in path):
+                    continue  # a recursive call, or a cycle of wrappers, passing the parameter on as it is
+                if caller is None and v["param"] == name:
+                    v = v["default"]
+                elif depth >= (_FORWARD_LEVELS if caller else 2):
+                    return UNKNOWN
+                else:
+                    got = self.param_value(v["param"], v["default"], depth + 1, caller, (*path, (owner, name)))
+                    v = got if "value" not in v else v["value"] if _same(got, v["default"]) else UNKNOWN
+            elif v == "?":
+                return UNKNOWN
+            if v is UNKNOWN:
+                return UNKNOWN
+            seen.append(v)
+        return seen[0] if seen and all(_same(seen[0], x) for x in seen) else UNKNOWN
+
+    def passes_default(self, name: str, default, depth: int = 0, owner: str | None = None) -> bool:
+        """Whether the parameter `name` keeps `default` in the training job (see `param_value`)."""
+        return _same(self.param_value(name, default, depth, owner), default)
 
     def describe(self, cond: list, rel: str) -> str:
         """The defaults a condition was judged on: "default False"."""
@@ -449,7 +563,7 @@ def _membership_tests(cond: list):
 def _param_default(cond: list, name: str):
     """The default of the parameter `name` in a condition (the raw default of an attribute set from it)."""
     if cond[:2] == ["param", name]:
-        return cond[-1]
+        return cond[3] if len(cond) > 3 else cond[2]
     for x in cond[1:]:
         if isinstance(x, list) and (v := _param_default(x, name)) is not UNKNOWN:
             return v
@@ -600,6 +714,7 @@ class Graph:
         self._modules: dict[str, bool] = {}
         self._setup_calls: dict[str, frozenset] = {}
         self._by_name: dict[str, list] | None = None
+        defaults.attach(self)
 
     # ------------------------------------------------------------------ names
 
@@ -1498,6 +1613,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
                           set(info_by))
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
+    unused_defaults(findings, info_by, defaults)
     return ctx
 
 
@@ -1741,6 +1857,35 @@ def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
         f.context, f.gate = "opt-in", f"only when {name} is {shown} ({name} defaults to {_show(default)})"
         f.details["feature"] = name
         f.details["context_reason"] = f"a precision the user picks with {name}; another choice is bfloat16"
+
+
+# A finding on a use of a parameter (`device=device`): the CUDA value it names is the parameter's default.
+_PARAM_USE = re.compile(r"^\w+=(\w+)$")
+
+
+def unused_defaults(findings: list[Finding], info_by: dict, defaults: Defaults) -> None:
+    """A parameter default that never runs is not what the training job runs: a finding on the
+    default expression itself (`def create_loader(device=torch.device('cuda'))`) or on a use that
+    names the default's value (`torch.empty(..., device=device)` with `device='cuda'`) is off the
+    path when every call of the function in the project passes that parameter (Defaults.always_passed:
+    at least one call, all of them resolved). A function no project code calls keeps its finding."""
+    for f in findings:
+        if f.context not in ("step", "host", "opt-in", "evaluation") or not f.scope:
+            continue
+        sig = ((info_by[f.path].facts.get("code") or {}).get("signatures") or {}).get(f.scope) if f.path in info_by else None
+        if not sig:
+            continue
+        names = [p[0] for p in sig if p[2] <= f.line <= p[3]]
+        use = _PARAM_USE.match(f.symbol or "")
+        if not names and use and any(p[0] == use.group(1) for p in sig):
+            names = [use.group(1)]
+        node = f"{f.path}::{f.scope}"
+        if names and all(defaults.always_passed(node, n) for n in names):
+            f.context, f.gate = "off-path", None
+            f.details.pop("feature", None)
+            what = f.scope.removesuffix(".__init__")  # a class is called by its name
+            f.details["context_reason"] = (f"every call of `{what}` passes {', '.join(f'`{n}`' for n in names)}: "
+                                           "the default never runs")
 
 
 def extension_labels(graph: Graph, reach, ctx: Context) -> dict[str, tuple[int, str]]:

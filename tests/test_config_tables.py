@@ -198,9 +198,11 @@ def test_facts_give_each_arm_of_a_conditional_expression_a_region_that_holds_no_
     src = CHOICE["codebooks.py"].replace("\n        ", "\n").strip()
     facts = code_facts(ast.parse(src), "codebooks", False)
     arms = [r for r in facts["regions"] if r[0] > r[1]]
+    # a parameter's condition names the function it is a parameter of: a call's keyword overrides that one's
+    cosine, kind = ["param", "use_cosine", False, False, "Quantizer.__init__"], ["param", "kind", "plain", "plain", "Quantizer.__init__"]
     assert [(r[2], r[3], r[5]) for r in arms] == [
-        (["not", ["param", "use_cosine", False]], "body", "not use_cosine"), (["param", "use_cosine", False], "body", "use_cosine"),
-        (["cmp", "Eq", ["param", "kind", "plain"], ["lit", "plain"]], "body", "kind == 'plain'"),
-        (["cmp", "Eq", ["param", "kind", "plain"], ["lit", "plain"]], "else", "kind == 'plain'")]
+        (["not", cosine], "body", "not use_cosine"), (cosine, "body", "use_cosine"),
+        (["cmp", "Eq", kind, ["lit", "plain"]], "body", "kind == 'plain'"),
+        (["cmp", "Eq", kind, ["lit", "plain"]], "else", "kind == 'plain'")]
     refs = dict((ref, region) for ref, region in facts["refs"]["Quantizer.__init__"])
-    assert facts["regions"][refs["l:CosineBook"]][2] == ["param", "use_cosine", False]
+    assert facts["regions"][refs["l:CosineBook"]][2] == cosine

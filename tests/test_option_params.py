@@ -118,10 +118,13 @@ def test_facts_record_forwarded_keywords_and_drop_rebound_parameters():
         "    if t is not None:\n        pass\n"
     )
     facts = code_facts(ast.parse(src), "m", False)
-    assert facts["passed"]["use_a"] == [{"param": "use_a", "default": False}]
-    assert facts["passed"]["k"] == [{"param": "name", "default": "a"}]
-    assert facts["passed"]["m"] == ["?"]  # `n` is rebound: it no longer holds its default
-    assert facts["passed"]["o"] == ["?"] and facts["passed"]["t"] == ["?"]  # no default; a None optional input
+    # `g` names nothing this file defines or imports: its call is kept under "" (no callee)
+    [[positional, passed, star]] = facts["passed"][""]
+    assert positional == 0 and star == 0
+    assert passed["use_a"] == {"param": "use_a", "default": False, "owner": "f"}
+    assert passed["k"] == {"param": "name", "default": "a", "owner": "f"}
+    assert passed["m"] == "?"  # `n` is rebound: it no longer holds its default
+    assert passed["o"] == "?" and passed["t"] == "?"  # no default; a None optional input
     assert [r[2] for r in facts["regions"]] == [["flag", "n"], ["cmp", "IsNot", ["flag", "t"], ["lit", None]]]
 
 

@@ -43,8 +43,15 @@ is a plain JSON-able record cached with the file's result:
   reached scope picks from one (`TABLE[cfg.attn]`, `TABLE[cfg.kind][cfg.impl]`: ["path", key, key]).
 - `bindings`: the file's top-level import bindings (so `from .ops import x` in a package's
   `__init__` is followed), `imports` per scope, `flags` (module-level names assigned from a
-  condition), `passed` (keyword literal values passed in calls, for parameter flags), `neuron`
-  (the file already targets Neuron or XLA).
+  condition), `neuron` (the file already targets Neuron or XLA).
+- what calls pass, for parameter flags (docs/contexts.md "Keyword options"): `passed`, per callee
+  (the call's `q:`/`l:` reference, "" when the call names no project-resolvable name), each distinct
+  call as [positional values (their count when none is readable), {keyword: value}, 1 when it
+  spreads `*args`/`**kwargs` else 0] (a value
+  is a literal, a forwarded setting or parameter, or "?"; a callee with more than `_MAX_CALLS` distinct calls
+  ends with None: more calls than recorded); `signatures`, per function, its parameters with a
+  default: [name, position (-1 keyword-only), first and last line of the default]; `handed`, the
+  `q:`/`l:` names used other than as a call's function (a callback, an alias, a base class).
 - `kept` (per construction or checkpoint function: the references it stores or hands on for later
   rather than calls once, `setup_code.kept_refs`) and `returns` (per function: the references it
   returns, a factory of callables); `lambdas`, the line spans of the lambdas written in a
@@ -101,6 +108,8 @@ _NEURON_DEVICE = re.compile(r"""["'](neuron|xla)(:\d+)?["']""")
 _ENV = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
 MAIN = "<main>"  # the scope of a module's `if __name__ == "__main__":` block
 _MAX_REFS = 400  # per scope: a generated table of thousands of names is not a call graph
+_POSITIONAL = (ast.Constant, ast.Name, ast.Attribute, ast.UnaryOp, ast.IfExp)
+_MAX_CALLS = 256  # distinct calls of one callee per file recorded; more end with None ("and others")
 
 
 def _literal(node: ast.AST):
@@ -165,7 +174,10 @@ class _Facts:
         self.calls: dict[str, set[str]] = {}  # per function: project names it calls outside any condition
         self.flags: dict[str, list] = {}
         self.aliases: dict[str, str] = {}
-        self.passed: dict[str, list] = {}
+        self.passed: dict[str, list] = {}  # callee reference -> distinct calls (module docstring)
+        self.signatures: dict[str, list] = {}
+        self.handed: set[str] = set()
+        self.param_owners: dict[str, str] = {}  # option parameter or `self.x` -> the function it is a parameter of
         self.registrations: list[list] = []  # [registry, key, callable's ref, scope of the call]
         self.attributes: dict[str, list] = {}  # instance attribute -> what each class sets it to (class_attributes)
         self.members: set[str] = set()  # the enclosing class's other objects (`_members`)
@@ -297,14 +309,15 @@ class _Facts:
                     or (len(parts) == 3 and parts[0] == "self" and parts[1] in self.config_members)):
                 return ["field", parts[-1]]  # `margs.mlp_impl`, `margs: Arguments`: that class's field (context.py)
             if len(parts) == 2 and parts[0] == "self" and "self." + parts[1] in params:
-                return _param_cond(_param_of(params, "self." + parts[1]))  # `self.x = x` in __init__: x's default
+                key = "self." + parts[1]  # `self.x = x` in __init__: x's default
+                return _param_cond(_param_of(params, key), self.param_owners.get(key))
             if len(parts) == 2 and parts[0] == "self" and (_FLAG_PARAM.search(parts[1]) or _EXPORT_SWITCH.search(parts[1])):
                 return ["opt", parts[1]]  # `self.use_flash = config.use_flash` in __init__
             if len(parts) == 3 and parts[0] == "self" and parts[1] in self.members:
                 return ["oattr", parts[2]]  # `self.net.looped`: as the project's classes set `looped` (context.py)
             if len(parts) == 1:
                 if parts[0] in params:
-                    return _param_cond(_param_of(params, parts[0]))
+                    return _param_cond(_param_of(params, parts[0]), self.param_owners.get(parts[0]))
                 return ["flag", parts[0]]
         return ["?"]
 
@@ -356,7 +369,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
     }
     for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
                        ("registrations", fx.registrations), ("attributes", fx.attributes), ("predicates", fx.predicates),
-                       ("passed", {k: v for k, v in sorted(fx.passed.items())}),
+                       ("passed", {k: v for k, v in sorted(fx.passed.items())}), ("signatures", fx.signatures),
+                       ("handed", sorted(fx.handed)),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
                        ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
@@ -429,6 +443,7 @@ class _Walk:
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
         self.cuda_attrs: frozenset[str] = frozenset()  # "self.x" holding a CUDA check in the enclosing class
         self.scopes: list[ast.AST] = []  # the enclosing function, else the module (`_refines` reads it)
+        self.callees: set[int] = set()  # the function nodes of the calls met so far (`handed` leaves them out)
 
     def run(self, tree: ast.Module) -> None:
         self.scopes.append(tree)
@@ -542,14 +557,20 @@ class _Walk:
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
         if not self.scope and (pred := predicate(node)) is not None and _reads_setting(pred[1]):
             fx.predicates[f"{fx.module_name}.{name}"] = pred
-        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params)
+        if sig := _signature(node):
+            fx.signatures[name] = sig
+        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners)
         self.scope, self.region, self.nest = name, -1, 0
         fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
         self.scopes.append(node)
-        self.params = {**(self.attrs if self.cls is not None else {}), **_option_params(node, rebound)}
-        self.params.update(_local_aliases(node.body, self.params, rebound))
+        own = _option_params(node, rebound)
+        attrs = self.attrs if self.cls is not None else {}
+        self.params = {**attrs, **own}
+        # whose parameter each one is: a keyword passed at a call overrides the callee's alone (context.py)
+        fx.param_owners = {**{k: f"{self.cls}.__init__" for k in attrs}, **{k: name for k in own}}
+        self.params.update(_local_aliases(node.body, self.params, rebound, fx.param_owners))
         self.nested.append((name, inner))
         ref_of = lambda parts: fx.ref_of(parts, self.cls, self.nested)  # noqa: E731
         if "construct" in markers or "checkpoint" in markers:
@@ -573,7 +594,7 @@ class _Walk:
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
         self.scopes.pop()
-        self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params = saved
+        self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners = saved
 
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
@@ -689,6 +710,8 @@ class _Walk:
             parts = _chain(b)
             if parts:
                 bases.append(fx.ref_of(parts, None) or "")
+                if bases[-1][:2] in ("q:", "l:"):
+                    fx.handed.add(bases[-1])  # a subclass's `super().__init__(...)` calls it unseen
         name = f"{self.scope}.{node.name}" if self.scope else node.name
         markers = []
         if HOST_CLASS.search(node.name) or any(re.search(r"(Dataset|Sampler|DataModule)$", b) for b in bases):
@@ -916,6 +939,8 @@ class _Walk:
                     ref = fx.ref_of(parts, self.cls, self.nested)
                     if ref is not None:
                         _add_ref(refs, ref, self.region)
+                        if ref[:2] in ("q:", "l:") and type(n.ctx) is ast.Load and id(n) not in self.callees:
+                            fx.handed.add(ref)  # a callback or an alias: called where the facts cannot see
                     if t is ast.Attribute and len(parts) > 2:
                         _add_ref(refs, "a:" + parts[-1], self.region)  # `self.model.encode`: by name too
                     continue
@@ -962,18 +987,13 @@ class _Walk:
             if d is not None and "trains" not in d[3]:
                 d[3].append("trains")
         for kw in n.keywords:
-            if kw.arg is None:
-                continue
             if kw.arg in HOST_KEYWORDS:
                 parts = _chain(kw.value)
                 if parts:
                     fx.host_values.add(parts[-1])
-            lit = _literal(kw.value)
-            vals = fx.passed.setdefault(kw.arg, [])
-            v = lit if lit is not ... else self.forwarded(kw.value)
-            if v not in vals and len(vals) < 8:
-                vals.append(v)
         parts = _chain(n.func)
+        self.callees.add(id(n.func))
+        self.note_passed(n, fx.ref_of(parts, self.cls, self.nested) if parts else None)
         if parts and self.scope and self.scope != MAIN and self.region == -1 and not self.nest:
             ref = fx.ref_of(parts, self.cls, self.nested)
             if ref is not None and ref[:2] in ("q:", "l:"):
@@ -1003,6 +1023,26 @@ class _Walk:
             if ref is not None and ref[:2] in ("q:", "l:"):
                 fx.registrations.append([parts[0], _literal(n.args[0]), ref, self.scope])
 
+    def note_passed(self, n: ast.Call, ref: str | None) -> None:
+        """What a call passes, under its callee (module docstring): every call of a project-resolvable
+        name (what it leaves out matters too), and the keywords of any other call."""
+        callee = ref if ref is not None and ref[:2] in ("q:", "l:") else ""
+        if not callee and not any(kw.arg for kw in n.keywords):
+            return
+        star = int(any(type(a) is ast.Starred for a in n.args) or any(kw.arg is None for kw in n.keywords))
+        # by position, only what can be a literal or a forwarded name (the walk stays cheap on big calls)
+        positional = [self.passed_value(a) if type(a) in _POSITIONAL else "?" for a in n.args] if callee else []
+        record = [positional if any(v != "?" for v in positional) else len(positional),
+                  {kw.arg: self.passed_value(kw.value) for kw in n.keywords if kw.arg is not None}, star]
+        calls = self.fx.passed.setdefault(callee, [])
+        if record in calls or (calls and calls[-1] is None):
+            return
+        calls.append(record if len(calls) < _MAX_CALLS else None)
+
+    def passed_value(self, node: ast.AST):
+        lit = _literal(node)
+        return lit if lit is not ... else self.forwarded(node)
+
     def forwarded(self, value: ast.AST):
         """`f(x=x)` or `f(x=self.x)` forwarding an option parameter of the caller: that parameter
         (context.py follows it to its own callers, a bounded number of levels); `f(x=args.x)`: that
@@ -1017,7 +1057,12 @@ class _Walk:
                 entry = _param_of(self.params, key)
                 if entry[0] == _OTHER:
                     return "?"
-                return {"param": entry[0], "default": entry[-1]}  # the default callers of entry[0] would pass
+                out = {"param": entry[0], "default": entry[-1]}  # the default callers of entry[0] would pass
+                if len(entry) > 2:
+                    out["value"] = entry[1]  # `self.x = x is not None`: what the attribute holds at that default
+                if (owner := self.fx.param_owners.get(key)) is not None:
+                    out["owner"] = owner
+                return out
         return "?"
 
     def class_by_name(self, n: ast.Call) -> None:
@@ -1391,9 +1436,11 @@ def _option_params(node: ast.FunctionDef, rebound: Collection[str] = frozenset()
     return out
 
 
-def _local_aliases(stmts: list[ast.stmt], params: dict[str, object], assigned: dict[str, int]) -> dict[str, object]:
+def _local_aliases(stmts: list[ast.stmt], params: dict[str, object], assigned: dict[str, int],
+                   owners: dict[str, str]) -> dict[str, object]:
     """`z = self.attn_z_loss`, `a, b = x.shape[1], self.b` at a function's top level, each local
-    assigned once: the local holds what the option parameter or attribute holds."""
+    assigned once: the local holds what the option parameter or attribute holds (and `owners`
+    learns whose parameter that is)."""
     out: dict[str, object] = {}
     for st in stmts:
         if type(st) is not ast.Assign or len(st.targets) != 1:
@@ -1408,15 +1455,23 @@ def _local_aliases(stmts: list[ast.stmt], params: dict[str, object], assigned: d
             key = ".".join(parts)
             if key in params and (len(parts) == 1 or parts[0] == "self"):
                 out[t.id] = _param_of(params, key)
+                if key in owners:
+                    owners[t.id] = owners[key]
     return out
 
 
 _OTHER = "@oattr"  # an `__init__` attribute copied from another object's (`self.x = net.x`): [_OTHER, "x"]
 
 
-def _param_cond(entry: list) -> list:
-    """The condition a parameter, attribute or alias entry stands for."""
-    return ["oattr", entry[1]] if entry[0] == _OTHER else ["param", *entry]
+def _param_cond(entry: list, owner: str | None = None) -> list:
+    """The condition a parameter, attribute or alias entry stands for: ["param", name, value at the
+    default, raw default, the function it is a parameter of] (the last two only when the owner is
+    known; older facts: ["param", name, value(, raw default)])."""
+    if entry[0] == _OTHER:
+        return ["oattr", entry[1]]
+    if owner is None:
+        return ["param", *entry]
+    return ["param", entry[0], entry[1], entry[-1], owner]
 
 
 def class_attributes(node: ast.ClassDef, attrs: dict[str, list]) -> dict[str, list | None]:
@@ -1544,6 +1599,17 @@ def _init_attributes(node: ast.ClassDef) -> dict[str, list]:
 
 def _default_of_param(node: ast.FunctionDef, name: str):
     return next((v for n, v in _all_param_defaults(node) if n == name), ...)
+
+
+def _signature(node: ast.FunctionDef) -> list[list]:
+    """Parameters with a default: [name, position among the positional parameters (-1 keyword-only),
+    first line, last line of the default expression]."""
+    a = node.args
+    pos = a.posonlyargs + a.args
+    first = len(pos) - len(a.defaults)
+    out = [[arg.arg, first + i, d.lineno, d.end_lineno or d.lineno] for i, (arg, d) in enumerate(zip(pos[first:], a.defaults))]
+    out.extend([arg.arg, -1, d.lineno, d.end_lineno or d.lineno] for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    return out
 
 
 def _all_param_defaults(node: ast.FunctionDef) -> list[tuple[str, object]]:
