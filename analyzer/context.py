@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
-from .sources.codefacts import KEY_PATH, MAIN
+from .sources.codefacts import KEY_PATH, MAIN, regions_out
 from .sources.setup_code import checkpoint_writes
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
@@ -600,10 +600,8 @@ def _same(a, b) -> bool:
 
 def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | None:
     """The first region around `index` (innermost out) that is not taken by default, as a gate."""
-    regions = code.get("regions", ())
-    seen = 0
-    while 0 <= index < len(regions) and seen < 50:
-        start, end, cond, branch, parent, text = regions[index][:6]
+    for _i, region in regions_out(code.get("regions", ()), index):
+        cond, branch, text = region[2], region[3], region[5]
         v = defaults.evaluate(cond, rel)
         names = [n for _, n in _names(cond)]
         if v is UNKNOWN and branch == "body" and cond[0] != "not" and names and all(EVAL_OPTION.search(n) for n in names):
@@ -618,8 +616,6 @@ def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | 
                 return Gate(_feature(cond) if not evaluation else "evaluation",
                             f"only when {when}" + (f" ({why})" if why else ""),
                             "evaluation" if evaluation else "opt-in")
-        index = parent
-        seen += 1
     return None
 
 
@@ -639,29 +635,18 @@ def cuda_branch(region: list, line: int | None = None) -> bool:
 
 def in_cuda_branch(code: dict, index: int) -> bool:
     """Whether a region, or one around it, runs only on a CUDA device."""
-    regions = code.get("regions", ())
-    seen = 0
-    while 0 <= index < len(regions) and seen < 50:
-        if cuda_branch(regions[index]):
-            return True
-        index = regions[index][4]
-        seen += 1
-    return False
+    return any(cuda_branch(region) for _i, region in regions_out(code.get("regions", ()), index))
 
 
 def in_fallback(code: dict, index: int) -> str | None:
     """Whether a region (or one around it) is the GPU branch of a check with a PyTorch path beside it:
     "auto" for a capability check (false on Trainium by itself: `HAS_TRITON`, `x.is_cuda`), "switch"
     for a setting that is on by default (`use_triton_kernel=True`: someone must turn it off)."""
-    regions = code.get("regions", ())
-    seen = 0
-    while 0 <= index < len(regions) and seen < 50:
-        if len(regions[index]) > 6 and regions[index][6]:
+    for _i, region in regions_out(code.get("regions", ()), index):
+        if len(region) > 6 and region[6]:
             # a kernel branch that runs only on a CUDA device (`if x.is_cuda and self.use_kernel:`,
             # `if self.use_cuda_kernel:` defaulting to `torch.cuda.is_available()`) is skipped by itself
-            return "auto" if regions[index][2] in _CAPABILITY_CONDS or cuda_branch(regions[index]) else "switch"
-        index = regions[index][4]
-        seen += 1
+            return "auto" if region[2] in _CAPABILITY_CONDS or cuda_branch(region) else "switch"
     return None
 
 
@@ -1783,14 +1768,9 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
 def _optional_cuda_branch(code: dict, index: int, kernel: bool = False) -> bool:
     """Whether a CUDA-only region, or a CUDA-only region around it, is one nothing after it needs
     (`kernel`: is the kernel branch of a device check with a PyTorch path beside it)."""
-    regions, optional = code.get("regions", ()), set(code.get("cuda_optional", ()))
-    seen = 0
-    while 0 <= index < len(regions) and seen < 50:
-        if (index in optional) if not kernel else (len(regions[index]) > 6 and regions[index][6] and cuda_branch(regions[index])):
-            return True
-        index = regions[index][4]
-        seen += 1
-    return False
+    optional = set(code.get("cuda_optional", ()))
+    return any((i in optional) if not kernel else (len(region) > 6 and region[6] and cuda_branch(region))
+               for i, region in regions_out(code.get("regions", ()), index))
 
 
 def first_party_headers(findings: list[Finding], rels: set[str]) -> None:

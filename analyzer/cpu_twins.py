@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
 
 from .effort import op_stem
+from .sources.codefacts import regions_out
 
 CUDA_SUFFIXES = frozenset({".cu"})
 CPU_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx"})
@@ -110,11 +111,7 @@ def host_path_ops(code: Iterable[Mapping], modules: Collection[str] = ()) -> fro
                  if (op := compiled_op(ref, modules)) is not None]
 
         def within(region: int, top: int) -> bool:
-            while 0 <= region < len(regions):
-                if region == top:
-                    return True
-                region = regions[region][4]
-            return False
+            return any(i == top for i, _r in regions_out(regions, region))
 
         for cuda_branch, other in pairs:
             on_cuda = {op for op, r in calls if within(r, cuda_branch)}

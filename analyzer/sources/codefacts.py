@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Sequence
 
 from .compilefacts import compile_sites
 from .imports import absolute
@@ -153,6 +153,17 @@ def _key_chain(node: ast.AST) -> list[str] | None:
 
 # Joins the keys of a nested table's entry (`{'mlp': {'grouped': GroupedMLP}}` -> "mlp\x1fgrouped").
 KEY_PATH = "\x1f"
+
+
+def regions_out(regions: Sequence, index: int) -> Iterator[tuple[int, list]]:
+    """The region at `index` and the regions around it, innermost out: (index, region). A region's
+    parent is its field 4 (-1 at the top); at most 50 are walked, so facts read from a cache that
+    somebody edited into a cycle cannot hang a scan."""
+    for _ in range(50):
+        if not 0 <= index < len(regions):
+            return
+        yield index, regions[index]
+        index = regions[index][4]
 # A module-level dict literal of defaults merged into a configuration (`ffn_config_defaults = {...}`).
 _DEFAULTS_TABLE = re.compile(r"(?i)(^|_)defaults?$|^defaults?_")
 
