@@ -75,6 +75,7 @@ from .pyindex import CAPABILITY
 from .setup_code import checkpoint_io, kept_refs, returned_refs
 from .vocab import OPTIMIZER_RECEIVER
 from .vocab import ast_chain as _chain
+from .vocab import defaulted_params
 
 # Names of functions that evaluate, infer, export or visualise rather than train.
 EVAL_NAME = re.compile(
@@ -1615,27 +1616,15 @@ def _default_of_param(node: ast.FunctionDef, name: str):
 def _signature(node: ast.FunctionDef) -> list[list]:
     """Parameters with a default: [name, position among the positional parameters (-1 keyword-only),
     first line, last line of the default expression]."""
-    a = node.args
-    pos = a.posonlyargs + a.args
-    first = len(pos) - len(a.defaults)
-    out = [[arg.arg, first + i, d.lineno, d.end_lineno or d.lineno] for i, (arg, d) in enumerate(zip(pos[first:], a.defaults))]
-    out.extend([arg.arg, -1, d.lineno, d.end_lineno or d.lineno] for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-    return out
+    return [[arg.arg, at, d.lineno, d.end_lineno or d.lineno] for arg, d, at in defaulted_params(node.args)]
 
 
 def _all_param_defaults(node: ast.FunctionDef) -> list[tuple[str, object]]:
-    a = node.args
-    pos = a.posonlyargs + a.args
     out = []
-    for arg, default in zip(pos[len(pos) - len(a.defaults):], a.defaults):
+    for arg, default, _at in defaulted_params(node.args):
         v = _literal(default)
         if v is not ...:
             out.append((arg.arg, v))
-    for arg, default in zip(a.kwonlyargs, a.kw_defaults):
-        if default is not None:
-            v = _literal(default)
-            if v is not ...:
-                out.append((arg.arg, v))
     return out
 
 
@@ -1656,10 +1645,7 @@ def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int], args: ast.argu
     with `known` (the class's CUDA attributes): testing the local tests the device by default."""
     out = set(known)
     if args is not None:
-        pos = args.posonlyargs + args.args
-        pairs = list(zip(pos[len(pos) - len(args.defaults):], args.defaults)) + [
-            (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-        out.update(a.arg for a, d in pairs if not assigned.get(a.arg) and _cuda_value(d, out))
+        out.update(a.arg for a, d, _at in defaulted_params(args) if not assigned.get(a.arg) and _cuda_value(d, out))
     for st in stmts:
         if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
             name = st.targets[0].id

@@ -8,7 +8,7 @@ import ast
 import re
 from typing import Callable
 
-from .vocab import ast_chain
+from .vocab import ast_chain, defaulted_params
 
 CUDA_DEVICE = re.compile(r"(?i)cuda(:\d+)?")
 DATA_PARALLEL = frozenset({
@@ -60,11 +60,7 @@ class ScreenFacts:
                     if name and type(n.iter) in (ast.List, ast.Tuple):
                         self.valued.add(name)
                 elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
-                    a = n.args
-                    params = a.posonlyargs + a.args
-                    defaults = list(zip(params[len(params) - len(a.defaults):], a.defaults))
-                    defaults += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-                    self.valued.update(p.arg for p, d in defaults if _literalish(d))
+                    self.valued.update(p.arg for p, d, _at in defaulted_params(n.args) if _literalish(d))
                 for f in ("body", "orelse", "finalbody"):
                     inner = getattr(n, f, None)
                     if type(inner) is list:

@@ -151,6 +151,16 @@ _NEVER_LITERAL = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.List, as
                   ast.Compare, ast.BoolOp, ast.Lambda, ast.JoinedStr)
 
 
+def defaulted_params(args: ast.arguments) -> list[tuple[ast.arg, ast.expr, int]]:
+    """The parameters that have a default, with the default and their position among the positional
+    parameters (-1 keyword-only), in order: what `def f(a, b=1, *, c=2)` lets a call leave out."""
+    pos = args.posonlyargs + args.args
+    first = len(pos) - len(args.defaults)
+    out = [(arg, d, first + i) for i, (arg, d) in enumerate(zip(pos[first:], args.defaults))]
+    out.extend((arg, d, -1) for arg, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+    return out
+
+
 def ast_chain(node: ast.AST) -> list[str] | None:
     """dotted_parts on ast: `a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain name chain."""
     parts = []
