@@ -136,6 +136,7 @@ class Defaults:
         self._budget = _FORWARD_BUDGET
         self._by_owner: dict[tuple[str, str], list] | None = None  # (function node, parameter) -> (file, value)
         self._calls_to: dict[str, list] = {}  # function node -> parameters each call passes (None: unknown)
+        self._indexed = False  # the four call indexes above are built on first use, once the graph is attached
         self._passed_any: dict[str, list] = {}  # keyword -> (file, value) of every call
         self.registry_keys: dict[str, set] = {}  # registry name -> the keys `.register("key", ...)` gives it
         self.registry_tests: dict[str, set] = {}  # registry name -> settings tested for membership in it
@@ -170,7 +171,6 @@ class Defaults:
                 self._handed.extend((info.rel, b) for b in (d[4] if len(d) > 4 else ()) if b[:2] in ("q:", "l:"))
             for refs in (code.get("refs") or {}).values():
                 self._loose.update(r[0][2:] for r in refs if r[0][:2] in ("a:", "s:"))
-        self._index_calls()
         # What the code declares (argparse, config classes) is what a user gets without setting anything;
         # configuration files speak only for names the code gives no default (`task: detect` in a
         # cfg/default.yaml), since example and test configurations are what a user may choose.
@@ -341,9 +341,12 @@ class Defaults:
         parameter of the function the call resolves to, not every parameter of that name."""
         self._graph = graph
         self._handed_nodes = {n for rel, ref in self._handed for n in graph.resolve(rel, ref)}
-        self._index_calls()
+        self._indexed = False
 
     def _index_calls(self) -> None:
+        """Index the `passed` facts by the parameter each call sets: under the function a call resolves
+        to when a graph is attached, by keyword alone otherwise."""
+        self._indexed = True
         self.passed, self._passed_any, self._calls_to = {}, {}, {}
         self._by_owner = {} if self._graph is not None else None
         for rel, ref, calls in self._calls:
@@ -352,7 +355,7 @@ class Defaults:
             # called through its class may be a classmethod or a staticmethod: by keyword only
             init = bool(owner) and owner.endswith(".__init__") and ref.rsplit(".", 1)[-1] != "__init__"
             plain = bool(owner) and (init or self._graph.def_of(owner)[2] == "f")
-            sig = {p[1]: p[0] for p in self._signature(owner)} if plain else {}
+            sig = {p[1]: p[0] for p in self.signature(owner)} if plain else {}
             bound = 1 if init else 0
             for call in calls:
                 if call is None:  # more calls than the facts hold: what they pass is not known
@@ -388,7 +391,8 @@ class Defaults:
             return init if self._graph.def_of(init) is not None else None
         return nodes[0]
 
-    def _signature(self, node: str) -> list:
+    def signature(self, node: str) -> list:
+        """The function node's parameters with a default (codefacts `signatures`); [] without a graph."""
         rel, _, scope = node.partition("::")
         return (self._graph.code.get(rel, {}).get("signatures") or {}).get(scope, []) if self._graph else []
 
@@ -397,6 +401,8 @@ class Defaults:
         resolves to the function, every one passes the parameter (by keyword or position, no `*args`
         or `**kwargs` spread), and nothing refers to the function in a way the facts cannot follow (by
         name on an object, as a string, as a value handed on, as a base class)."""
+        if not self._indexed:
+            self._index_calls()
         calls = self._calls_to.get(node)
         if not calls or any(c is None or name not in c for c in calls):
             return False
@@ -418,6 +424,8 @@ class Defaults:
         self._budget = _FORWARD_BUDGET if not path else self._budget - 1  # `path` is empty for a new question
         if self._budget < 0:
             return UNKNOWN  # a web of wrappers too wide to follow
+        if not self._indexed:
+            self._index_calls()
         tied = owner is not None and self._by_owner is not None
         wide = self.passed.get(name, []) if tied else self._passed_any.get(name, [])
         own = self._by_owner.get((owner, name), []) if tied else []
@@ -1598,7 +1606,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
                           set(info_by))
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
-    unused_defaults(findings, info_by, defaults)
+    unused_defaults(findings, defaults)
     return ctx
 
 
@@ -1752,7 +1760,7 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         else:
             continue
         if isinstance(where, int):
-            gate = f"only on a CUDA device (`{(info_by[path].facts.get('code') or {})['regions'][where][5]}`)"
+            gate = f"only on a CUDA device (`{code['regions'][where][5]}`)"
         else:
             gate = f"only on a CUDA device (`{where.partition('::')[2]}` is reached only through CUDA-only branches)"
         for f in fs:
@@ -1843,7 +1851,7 @@ def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
 _PARAM_USE = re.compile(r"^\w+=(\w+)$")
 
 
-def unused_defaults(findings: list[Finding], info_by: dict, defaults: Defaults) -> None:
+def unused_defaults(findings: list[Finding], defaults: Defaults) -> None:
     """A parameter default that never runs is not what the training job runs: a finding on the
     default expression itself (`def create_loader(device=torch.device('cuda'))`) or on a use that
     names the default's value (`torch.empty(..., device=device)` with `device='cuda'`) is off the
@@ -1852,14 +1860,14 @@ def unused_defaults(findings: list[Finding], info_by: dict, defaults: Defaults) 
     for f in findings:
         if f.context not in ("step", "host", "opt-in", "evaluation") or not f.scope:
             continue
-        sig = ((info_by[f.path].facts.get("code") or {}).get("signatures") or {}).get(f.scope) if f.path in info_by else None
+        node = f"{f.path}::{f.scope}"
+        sig = defaults.signature(node)
         if not sig:
             continue
         names = [p[0] for p in sig if p[2] <= f.line <= p[3]]
         use = _PARAM_USE.match(f.symbol or "")
         if not names and use and any(p[0] == use.group(1) for p in sig):
             names = [use.group(1)]
-        node = f"{f.path}::{f.scope}"
         if names and all(defaults.always_passed(node, n) for n in names):
             f.context, f.gate = "off-path", None
             f.details.pop("feature", None)
