@@ -31,11 +31,16 @@ _IO_OBJECTS = frozenset({"checkpoint", "checkpoints", "weights", "model", "optim
                          "shards"})
 
 
+def _words(name: str) -> list[str]:
+    """The words of a snake_case name, `state_dict` as one: `_load_state_dict_post` -> load, statedict, post."""
+    return [w for w in name.lower().replace("state_dict", "statedict").split("_") if w]
+
+
 def checkpoint_io(name: str) -> bool:
     """A function named for reading or writing a checkpoint: `load_state_dict`, `load_pretrained`,
     `save_checkpoint`, `checkpoint_filter_fn`, `load_optimizer`, a bare `load`/`save`; not
     activation checkpointing (`checkpoint`, `checkpoint_sequential`) nor `load_balancing_loss`."""
-    words = [w for w in name.lower().strip("_").replace("state_dict", "statedict").split("_") if w]
+    words = _words(name)
     if not words:
         return False
     if _STATE_WORDS & set(words):
@@ -50,7 +55,7 @@ def checkpoint_writes(name: str) -> bool:
     `convert_optimizer_state_dict_to_fp16`: a verb of writing, or a state dict with no verb of reading)
     rather than reading one (`load_state_dict`, `from_pretrained`, `checkpoint_filter_fn`) or converting
     a live model (`convert_weights_to_fp16`): a dtype it sets is the file's, not the model's."""
-    words = set(name.lower().replace("state_dict", "statedict").split("_"))
+    words = set(_words(name))
     if words & _READ_VERBS:
         return False
     return bool(words & {"save", "write", "consolidate"}) or bool(words & {"statedict", "ckpt", "checkpoint", "checkpoints"})
