@@ -705,6 +705,7 @@ class Graph:
         self._imports: dict[tuple[str, str], list[str]] = {}
         self._table_keys: dict[str, tuple[object, str]] | None = None
         self._modules: dict[str, bool] = {}
+        self._framework: dict[str, bool] = {}
         self._setup_calls: dict[str, frozenset] = {}
         self._by_name: dict[str, list] | None = None
         defaults.attach(self)
@@ -797,26 +798,36 @@ class Graph:
             return "construction"
         return ""
 
-    def module_class(self, node: str, depth: int = 0) -> bool:
+    def module_class(self, node: str) -> bool:
         """The class is a torch module: a base named `Module`, `*Module` (`nn.Module`, `LightningModule`)
         or `PreTrainedModel`, directly or through the project's own classes."""
-        hit = self._modules.get(node)
+        return self._derives(node, self._modules, lambda d: any(
+            (last := b[2:].rsplit(".", 1)[-1]).endswith("Module") or last in ("PreTrainedModel", "ModelMixin")
+            for b in d[4]))
+
+    def framework_class(self, node: str) -> bool:
+        """The class derives from a library class (`nn.Module`, `LightningModule`, `Trainer`), directly
+        or through the project's own classes: the library calls its hooks (`forward`, `training_step`)
+        by name. A subclass of a project model overrides `forward`, and that override is what runs."""
+        return self._derives(node, self._framework, lambda d: bool(d[5]))
+
+    def _derives(self, node: str, cache: dict[str, bool], direct, depth: int = 0) -> bool:
+        """`direct(def)` holds for the class or for one of its bases, followed through the project."""
+        hit = cache.get(node)
         if hit is not None:
             return hit
         d = self.def_of(node)
         out = False
         if d is not None and d[2] == "c" and depth < 8:
-            self._modules[node] = False  # a cycle of bases is no module
+            cache[node] = False  # a cycle of bases derives from nothing
+            out = direct(d)
             rel = node.partition("::")[0]
-            for base in d[4]:
-                last = base[2:].rsplit(".", 1)[-1]
-                if last.endswith("Module") or last in ("PreTrainedModel", "ModelMixin"):
+            for base in d[4] if not out else ():
+                if base.startswith(("q:", "l:")) and any(
+                        self._derives(t, cache, direct, depth + 1) for t in self.resolve(rel, base)):
                     out = True
-                elif base.startswith(("q:", "l:")):
-                    out = any(self.module_class(t, depth + 1) for t in self.resolve(rel, base))
-                if out:
                     break
-        self._modules[node] = out
+        cache[node] = out
         return out
 
     def setup_calls(self, node: str) -> frozenset:
@@ -960,7 +971,7 @@ class Graph:
         if d is not None and d[2] == "c":
             for meth in self.class_methods.get((rel, scope), ()):
                 m = meth.rsplit(".", 1)[-1]
-                if m in _IMPLICIT or ("hook" in code["defs"][meth][3] and d[5]):
+                if m in _IMPLICIT or ("hook" in code["defs"][meth][3] and self.framework_class(node)):
                     yield f"{rel}::{meth}", STEP, None, None, False
             for base in d[4]:
                 if base.startswith(("q:", "l:")):

@@ -171,6 +171,44 @@ def test_methods_called_by_name_on_reached_classes_and_forward_are_reached(tmp_p
     assert c[("model.py", 8)] == "off-path" and c[("model.py", 11)] == "off-path"
 
 
+def test_forward_of_a_subclass_of_a_project_module_is_reached(tmp_path):
+    # `Small(Base)` where only `Base` names nn.Module: the library still calls Small.forward by name
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            from model import Small
+            def main():
+                net = Small()
+                net(torch.zeros(1)).sum().backward()
+            if __name__ == "__main__":
+                main()
+        """,
+        "model.py": """\
+            import torch
+            class Base(torch.nn.Module):
+                def forward(self, x):
+                    return x
+            class Small(Base):
+                def forward(self, x):
+                    return x.cuda()
+            class Plain:
+                pass
+            class Helper(Plain):
+                def forward(self, x):
+                    return x.cuda()
+            class Unused(Base):
+                def forward(self, x):
+                    return x.cuda()
+            Helper()
+        """,
+    })
+    c = contexts(scan(root))
+    assert c[("model.py", 7)] == "step"
+    # a plain project class is no library class: its `forward` is only a name, called by nobody
+    assert c[("model.py", 12)] == "off-path"
+    assert c[("model.py", 15)] == "off-path"  # never constructed
+
+
 def test_a_switch_with_an_unknown_default_keeps_the_code_on_the_path(tmp_path):
     root = tree(tmp_path, {
         "train.py": """\
