@@ -143,6 +143,9 @@ class Defaults:
         self.attributes: dict[str, list] = {}  # instance attribute -> what the project's classes set it to
         self.predicates: dict[str, list] = {}  # function name -> [(qualified name, predicate)] (codefacts.predicate)
         self.file_values: dict[str, list] = {}  # setting -> values configuration files outside tests give it
+        self._isa: dict[str, tuple] | None = None  # class name -> (value of `isinstance(x, C)`, why), once asked
+        self._isa_sites: dict[str, list] = {}  # class name -> (file, region) of each mention outside tests
+        self._isa_open: set[str] = set()  # class names a project class derives from or a configuration file names
         for info in infos:
             code = info.facts.get("code") or {}
             for attr, entries in (code.get("attributes") or {}).items():
@@ -188,6 +191,7 @@ class Defaults:
             for name, value in _parse_args(args).items():
                 seen.setdefault(name, []).append(value)
         self.launched = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in seen.items()}
+        self._isa = None  # type tests are judged again on these settings
 
     def option(self, name: str, fallback=UNKNOWN):
         if name in self.launched:
@@ -318,6 +322,8 @@ class Defaults:
             return UNKNOWN if t is UNKNOWN else self.evaluate(cond[2] if t else cond[3], rel, depth)
         if op == "oattr":
             return self.attribute(cond[1], depth)
+        if op == "isa":
+            return self.built_by_default(cond[1])
         if op == "inreg":
             v, keys = self.evaluate(cond[1], rel, depth), self.registry_keys.get(cond[2])
             return UNKNOWN if v is UNKNOWN or not keys else any(_same(v, k) for k in keys)
@@ -336,12 +342,61 @@ class Defaults:
                 return UNKNOWN
         return UNKNOWN
 
+    def built_by_default(self, name: str):
+        """`isinstance(x, C)`: False when the project (tests and benchmarks aside) names the class `C`
+        only inside branches that are off by default (`plugins = BitsandbytesPrecision(...)` under
+        `if quantize is not None:`): no such object exists in the default job. UNKNOWN when any
+        mention is outside such a branch (module code, a table, a string, a shipped configuration
+        file), when nothing builds it in the project (a library's own objects), or when a class of
+        the project derives from it."""
+        if self._isa is None:
+            self._index_type_tests()
+        if name in self._isa:
+            return self._isa[name][0]
+        self._isa[name] = (UNKNOWN, "")  # a test met again while judging its own sites
+        value, why = UNKNOWN, ""
+        sites = self._isa_sites.get(name)
+        if sites and name not in self._isa_open and self._graph is not None:
+            gates = [region_gate(self._graph.code[rel], region, rel, self) if region >= 0 else None
+                     for rel, region in sites]
+            if all(g is not None and g.kind == "opt-in" for g in gates):
+                value, why = False, f"`{name}` is built {gates[0].text}"
+        self._isa[name] = (value, why)
+        return value
+
+    def _index_type_tests(self) -> None:
+        """Where the project names each class an `isinstance` test asks about: (file, region) of every
+        mention outside tests, and the names left open (a base of a project class, a value of a
+        configuration file)."""
+        self._isa, self._isa_sites, self._isa_open = {}, {}, set()
+        if self._graph is None:
+            return
+        asked: set[str] = set()
+        for code in self._graph.code.values():
+            for region in code.get("regions", ()):
+                asked.update(n for k, n in _names(region[2]) if k == "isa")
+        if not asked:
+            return
+        for rel, code in sorted(self._graph.code.items()):
+            for d in (code.get("defs") or {}).values():
+                self._isa_open.update(b[2:].rsplit(".", 1)[-1] for b in (d[4] if len(d) > 4 else ()) if b[2:].rsplit(".", 1)[-1] in asked)
+            if _exercises_options(rel):
+                continue
+            for refs in (code.get("refs") or {}).values():
+                for ref, region in refs:
+                    name = ref[2:].rsplit(".", 1)[-1]
+                    if name in asked:
+                        self._isa_sites.setdefault(name, []).append((rel, region))
+        self._isa_open.update(n for values in self.file_values.values() for v in values
+                              if type(v) is str and (n := v.rsplit(".", 1)[-1]) in asked)
+
     def attach(self, graph: "Graph") -> None:
         """Resolve calls with the graph's resolution: a keyword passed at a call then overrides the
         parameter of the function the call resolves to, not every parameter of that name."""
         self._graph = graph
         self._handed_nodes = {n for rel, ref in self._handed for n in graph.resolve(rel, ref)}
         self._indexed = False
+        self._isa = None
 
     def _index_calls(self) -> None:
         """Index the `passed` facts by the parameter each call sets: under the function a call resolves
@@ -473,6 +528,10 @@ class Defaults:
                     body = self.predicate_body(call)
                     if body is not None and (why := self.describe(body, rel)) and why not in parts:
                         parts.append(why)
+            elif kind == "isa":
+                v = self.built_by_default(name)
+                if v is not UNKNOWN and (why := self._isa[name][1]) not in parts:
+                    parts.append(why)
             elif kind == "oattr":
                 params = sorted({e[0] for e in self.attributes.get(name, ()) if e is not None})
                 parts.append(f"{'/'.join(params) or name} defaults to {_show(self.attribute(name))}")
@@ -528,7 +587,7 @@ def _names(cond: list):
         yield cond[0], cond[1]
     elif cond[0] == "field":
         yield "opt", cond[1]
-    elif cond[0] in ("flag", "param", "oattr"):
+    elif cond[0] in ("flag", "param", "oattr", "isa"):
         yield cond[0], cond[1]
     elif cond[0] == "pred":
         yield "pred", cond[1]  # the helper's name (describe() reads its body); its arguments are no settings

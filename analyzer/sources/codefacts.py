@@ -288,6 +288,8 @@ class _Facts:
                     if type(name) is str and root and self.config_root(root):
                         default = _literal(node.args[2]) if len(node.args) > 2 else None
                         return ["opt", name, default] if default is not ... else ["opt", name]
+                if parts == ["isinstance"] and len(node.args) == 2 and not node.keywords:
+                    return self.type_test(node.args[1])
                 if parts[-1] == "is_grad_enabled" and not node.args:
                     return ["train"]  # `torch.is_grad_enabled()`: True in the training step
                 if parts[-1] in ("int", "bool", "float", "str", "lower", "strip", "upper") and (node.args or parts[-1] in ("lower", "strip", "upper")):
@@ -332,6 +334,17 @@ class _Facts:
                     return _param_cond(_param_of(params, parts[0]), self.param_owners.get(parts[0]))
                 return ["flag", parts[0]]
         return ["?"]
+
+    def type_test(self, types: ast.AST) -> list:
+        """`isinstance(x, BitsandbytesPrecision)`: ["isa", class name, reference]; a tuple of classes
+        is one test per class. True only when the project builds such an object (context.py)."""
+        out = []
+        for t in types.elts if type(types) is ast.Tuple else [types]:
+            parts = _chain(t)
+            if not parts:
+                return ["?"]
+            out.append(["isa", parts[-1], self.ref_of(parts, None)])
+        return out[0] if len(out) == 1 else ["or", *out]
 
     @staticmethod
     def config_root(parts: list[str]) -> bool:
@@ -1378,7 +1391,7 @@ _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|su
 def _has_config(c: list) -> bool:
     if not c:
         return False
-    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred"):
+    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa"):
         return True
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
@@ -1437,15 +1450,39 @@ def _option_params(node: ast.FunctionDef, rebound: Collection[str] = frozenset()
     """Parameters whose literal default is a setting a user turns on: any name with a default of
     False, 0, or a string, and a switch-like name (`use_*`, `*_impl`, `backend`) with any literal
     default. A None default on another name is an optional input (`mask=None`, `labels=None`: a
-    tensor the step passes, often positionally), never a gate. Run-state words (`training`,
-    `mode`) and parameters the body rebinds are left out."""
+    tensor the step passes, often positionally), never a gate, unless its annotation lists the
+    names it may take (`quantize: Literal["bnb.nf4", "bnb.fp4"] | None = None`). Run-state words
+    (`training`, `mode`) and parameters the body rebinds are left out."""
     out: dict[str, object] = {}
-    for name, value in _all_param_defaults(node):
-        if name in rebound or _RUN_STATE_PARAM.match(name):
+    for arg, default, _at in defaulted_params(node.args):
+        name, value = arg.arg, _literal(default)
+        if value is ... or name in rebound or _RUN_STATE_PARAM.match(name):
             continue
-        if _FLAG_PARAM.search(name) or type(value) in (bool, str) or (type(value) in (int, float) and value == 0):
+        if (_FLAG_PARAM.search(name) or type(value) in (bool, str) or (type(value) in (int, float) and value == 0)
+                or (value is None and _named_choice(arg.annotation))):
             out[name] = value
     return out
+
+
+def _named_choice(ann: ast.AST | None) -> bool:
+    """An annotation that lists the names a setting may take, so never a tensor nor a path:
+    `Literal["bnb.nf4", "bnb.fp4"]`, alone or with None (`Literal[...] | None`, `Optional[Literal[...]]`,
+    `Union[Literal[...], None]`). A bare `str` may be a path or a name the job always passes: not read."""
+    t = type(ann)
+    if t is ast.BinOp and type(ann.op) is ast.BitOr:
+        sides = (ann.left, ann.right)
+        return all(_named_choice(x) or _literal(x) is None for x in sides) and any(_named_choice(x) for x in sides)
+    if t is not ast.Subscript:
+        return False
+    parts = _chain(ann.value)
+    args = ann.slice.elts if type(ann.slice) is ast.Tuple else [ann.slice]
+    if not parts:
+        return False
+    if parts[-1] == "Literal":
+        return all(type(_literal(a)) is str for a in args)
+    if parts[-1] in ("Optional", "Union"):
+        return all(_named_choice(a) or _literal(a) is None for a in args) and any(_named_choice(a) for a in args)
+    return False
 
 
 def _local_aliases(stmts: list[ast.stmt], params: dict[str, object], assigned: dict[str, int],
