@@ -71,6 +71,33 @@ EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|evaluators?|validators?|
 EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate"
                          r"|onnx|export|exporting)(_|$)")
 UNKNOWN = object()
+
+
+class Off:
+    """The defaults of a setting that disagree only among values that leave it off (`False` in one
+    configuration class, `None` in another): a truthiness test (`if cfg.x:`) is False on either, a
+    comparison with a value that is on (`== "hidden_states"`) is False too; anything that could tell
+    the off values apart (`is None`, `== False`, a table lookup) stays unknown."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list) -> None:
+        self.values = values
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return " or ".join(_show(v) for v in self.values)
+
+
+def _off_value(v) -> bool:
+    return v is None or v is False or v == "" or (type(v) in (int, float) and v == 0)
+
+
+def known(v):
+    """A value that names one default: an Off set is unknown where the off values differ."""
+    return UNKNOWN if isinstance(v, Off) else v
 _FORWARD_LEVELS = 4  # callers followed for a forwarded keyword (`f(x=x)`): more is unknown
 _FORWARD_BUDGET = 400  # parameters looked at for one question: past it, unknown
 # Methods whose call, matched by name on any reached class, is evidence that a script trains.
@@ -180,6 +207,9 @@ class Defaults:
         for k, v in files.items():
             values.setdefault(k, v)
         self.options = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in values.items()}
+        # defaults that differ only among off values (`default=False` here, `default=None` there)
+        self.off = {k: Off(sorted({repr(x): x for x in v}.values(), key=repr)) for k, v in values.items()
+                    if self.options[k] is UNKNOWN and all(_off_value(x) for x in v)}
         self.launched: dict[str, object] = {}  # options the training entry's launch commands set
         self.bindings = {info.rel: (info.facts.get("code") or {}).get("bindings", {}) for info in infos}
 
@@ -208,7 +238,7 @@ class Defaults:
         (`Arguments(mlp_impl='grouped')`, outside tests) or a configuration file gives another."""
         if cond[:1] == ["field"]:
             cond = ["opt", cond[1]]
-        value = self.evaluate(cond, rel)
+        value = known(self.evaluate(cond, rel))
         if cond[:1] != ["opt"] or value is UNKNOWN or cond[1] in self.launched:
             return value
         name = cond[1]
@@ -265,7 +295,8 @@ class Defaults:
         if op == "train":
             return True
         if op == "opt":
-            return self.option(cond[1], cond[2] if len(cond) > 2 else UNKNOWN)
+            v = self.option(cond[1], cond[2] if len(cond) > 2 else UNKNOWN)
+            return self.off.get(cond[1], v) if v is UNKNOWN and cond[1] not in self.launched else v
         if op == "field":  # `margs.mlp_impl`, `margs: Arguments`: the field's default unless the project sets it
             return self.setting(cond, rel)
         if op == "env":
@@ -297,7 +328,7 @@ class Defaults:
                 return True
             return UNKNOWN if any(v is UNKNOWN for v in vals) else vals[-1]
         if op == "conv":
-            v = self.evaluate(cond[2], rel, depth)
+            v = known(self.evaluate(cond[2], rel, depth))
             if v is UNKNOWN:
                 return UNKNOWN
             try:
@@ -325,15 +356,23 @@ class Defaults:
         if op == "isa":
             return self.built_by_default(cond[1])
         if op == "inreg":
-            v, keys = self.evaluate(cond[1], rel, depth), self.registry_keys.get(cond[2])
+            v, keys = known(self.evaluate(cond[1], rel, depth)), self.registry_keys.get(cond[2])
             return UNKNOWN if v is UNKNOWN or not keys else any(_same(v, k) for k in keys)
         if op == "in":
             v = self.evaluate(cond[1], rel, depth)
+            if isinstance(v, Off) and any(_off_value(x) for x in cond[2]):
+                return UNKNOWN
             return UNKNOWN if v is UNKNOWN else any(_same(v, x) for x in cond[2])
         if op == "cmp":
             a, b = self.evaluate(cond[2], rel, depth), self.evaluate(cond[3], rel, depth)
             if a is UNKNOWN or b is UNKNOWN:
                 return UNKNOWN
+            if isinstance(a, Off) or isinstance(b, Off):
+                # only an equality with a value that is on tells: every off value differs from it
+                other = b if isinstance(a, Off) else a
+                if cond[1] not in ("Eq", "NotEq") or isinstance(other, Off) or _off_value(other):
+                    return UNKNOWN
+                return cond[1] == "NotEq"
             try:
                 return {"Eq": lambda: _same(a, b), "NotEq": lambda: not _same(a, b), "Is": lambda: a is b,
                         "IsNot": lambda: a is not b, "Gt": lambda: a > b, "GtE": lambda: a >= b,
@@ -520,6 +559,7 @@ class Defaults:
         for kind, name in names:
             if kind == "opt":
                 v = self.option(name)
+                v = self.off.get(name, v) if v is UNKNOWN and name not in self.launched else v
                 parts.append(f"{name} defaults to {_show(v)}")
             elif kind == "param":
                 parts.append(f"{name} defaults to {_show(_param_default(cond, name))}")
@@ -950,7 +990,7 @@ class Graph:
                 for _scope, looks in sorted(code.get("lookups", {}).items()):
                     for table, key, *_rest in looks:
                         if table.startswith("a:"):
-                            seen.setdefault(table[2:], []).append((self.defaults.evaluate(key, rel), _feature(key)))
+                            seen.setdefault(table[2:], []).append((known(self.defaults.evaluate(key, rel)), _feature(key)))
             self._table_keys = {
                 name: (vals[0] if all(v[0] is not UNKNOWN and _same(vals[0][0], v[0]) for v in vals) else (UNKNOWN, ""))
                 for name, vals in seen.items()}
@@ -1062,7 +1102,7 @@ class Graph:
         if not entries:
             return
         if table.startswith("module:"):
-            values = [(_feature(key), self.defaults.evaluate(key, rel))]
+            values = [(_feature(key), known(self.defaults.evaluate(key, rel)))]
         else:  # `TABLE[cfg.kind][cfg.impl]`: a value per key of the path, each left unread when set elsewhere
             values = [(_feature(c), self.defaults.setting(c, rel)) for c in (key[1:] if key[:1] == ["path"] else [key])]
         for name, refs in sorted(entries.items()):
