@@ -130,3 +130,50 @@ def test_a_none_default_that_lists_its_names_is_an_option(tmp_path):
     assert got[12] == ("step", None)
     assert got[14] == ("step", None)
     assert got[16] == ("step", None)
+
+
+LISTED = """\
+    import torch
+    from other import OtherPrecision, ThirdPrecision
+
+    def main(precision, build):
+        known = [OtherPrecision, ThirdPrecision]
+        x = torch.zeros(4)
+        if isinstance(precision, tuple(known)):
+            x = x + 1
+        made = [OtherPrecision, ThirdPrecision]
+        if build:
+            x = x * len([k() for k in made])
+        x.sum().backward()
+
+    if __name__ == "__main__":
+        main(None, False)
+"""
+
+OTHER = """\
+    import torch
+
+    class OtherPrecision:
+        def __init__(self):
+            self.table = torch.nonzero(torch.ones(3))
+
+    class ThirdPrecision:
+        pass
+"""
+
+
+def test_a_list_of_classes_only_a_type_test_reads_builds_none(tmp_path):
+    listed = tree(tmp_path / "listed", {"train.py": LISTED.replace("made = [OtherPrecision, ThirdPrecision]", "made = []"),
+                                        "other.py": OTHER})
+    report = run_scan(Settings(root=listed, cache=False)).report
+    got = {(f.path, f.line): f.context for f in report.findings + report.off_path}
+    assert got[("other.py", 5)] == "off-path"
+    # the same list also iterated and called: its classes run
+    built = tree(tmp_path / "built", {"train.py": LISTED.replace("known = [OtherPrecision, ThirdPrecision]", "known = made")
+                                      .replace("        made = [OtherPrecision, ThirdPrecision]\n", "")
+                                      .replace("    def main(precision, build):\n",
+                                               "    def main(precision, build):\n        made = [OtherPrecision, ThirdPrecision]\n"),
+                                      "other.py": OTHER})
+    report = run_scan(Settings(root=built, cache=False)).report
+    got = {(f.path, f.line): f.context for f in report.findings + report.off_path}
+    assert got[("other.py", 5)] == "step"

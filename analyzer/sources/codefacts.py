@@ -469,6 +469,7 @@ class _Walk:
         self.cuda_attrs: frozenset[str] = frozenset()  # "self.x" holding a CUDA check in the enclosing class
         self.scopes: list[ast.AST] = []  # the enclosing function, else the module (`_refines` reads it)
         self.callees: set[int] = set()  # the function nodes of the calls met so far (`handed` leaves them out)
+        self.type_only: frozenset[str] = frozenset()  # locals of this function that only list a type test's classes
 
     def run(self, tree: ast.Module) -> None:
         self.scopes.append(tree)
@@ -516,7 +517,10 @@ class _Walk:
             table = t in (ast.Assign, ast.AnnAssign) and not self.scope and self.top_assign(st)
             if t is ast.AnnAssign and self.cls is not None and self.scope == self.cls:
                 self.field(st)
-            if not table:  # a table's entries are chosen by name, not called by building the table
+            # a table's entries are chosen by name, not called by building the table; a list of classes
+            # only a type test reads names them and builds none
+            listed = t is ast.Assign and type(st.targets[0]) is ast.Name and st.targets[0].id in self.type_only
+            if not table and not listed:
                 self.expr_children(st)
             is_try = t is ast.Try or t.__name__ == "TryStar"
             self.in_try += is_try
@@ -584,10 +588,12 @@ class _Walk:
             fx.predicates[f"{fx.module_name}.{name}"] = pred
         if sig := _signature(node):
             fx.signatures[name] = sig
-        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners)
+        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
+                 self.type_only)
         self.scope, self.region, self.nest = name, -1, 0
         fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
+        self.type_only = _type_only_locals(node, rebound)
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
         self.scopes.append(node)
         own = _option_params(node, rebound)
@@ -619,7 +625,8 @@ class _Walk:
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
         self.scopes.pop()
-        self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners = saved
+        (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
+         self.type_only) = saved
 
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
@@ -1312,6 +1319,29 @@ def _statement_names(node: ast.AST) -> tuple[set[str], dict[str, int]]:
                         assigned[e.id] = assigned.get(e.id, 0) + 1
             stack.extend(_blocks(st))
     return out, assigned
+
+
+def _type_only_locals(node: ast.FunctionDef, assigned: dict[str, int]) -> frozenset[str]:
+    """Locals assigned once, at the function's top level, a list or tuple of names that only a type
+    test reads (`strategies = [DDPStrategy, DeepSpeedStrategy]` ... `isinstance(s, tuple(strategies))`):
+    like a class named in the test itself, naming them runs none of their code."""
+    lists = {st.targets[0].id for st in node.body
+             if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name
+             and assigned.get(st.targets[0].id) == 1 and type(st.value) in (ast.List, ast.Tuple)
+             and st.value.elts and all(_chain(e) for e in st.value.elts)}
+    if not lists:
+        return frozenset()
+    tested: set[int] = set()
+    names: list[ast.Name] = []
+    for n in ast.walk(node):
+        if type(n) is ast.Call and type(n.func) is ast.Name and n.func.id in _TYPE_TESTS and len(n.args) == 2:
+            t = n.args[1]
+            if type(t) is ast.Call and _chain(t.func) == ["tuple"] and len(t.args) == 1:
+                t = t.args[0]
+            tested.add(id(t))
+        elif type(n) is ast.Name and n.id in lists and type(n.ctx) is ast.Load:
+            names.append(n)
+    return frozenset(lists - {n.id for n in names if id(n) not in tested})
 
 
 def _loader_loop(it: ast.AST) -> bool:
