@@ -173,6 +173,7 @@ class Defaults:
         self._isa: dict[str, tuple] | None = None  # class name -> (value of `isinstance(x, C)`, why), once asked
         self._isa_sites: dict[str, list] = {}  # class name -> (file, region) of each mention outside tests
         self._isa_open: set[str] = set()  # class names a project class derives from or a configuration file names
+        self._isa_built: set[str] = set()  # names the project calls (builds) outside tests
         for info in infos:
             code = info.facts.get("code") or {}
             for attr, entries in (code.get("attributes") or {}).items():
@@ -354,7 +355,7 @@ class Defaults:
         if op == "oattr":
             return self.attribute(cond[1], depth)
         if op == "isa":
-            return self.built_by_default(cond[1])
+            return self.built_by_default(cond[1], cond[2] if len(cond) > 2 else None)
         if op == "inreg":
             v, keys = known(self.evaluate(cond[1], rel, depth)), self.registry_keys.get(cond[2])
             return UNKNOWN if v is UNKNOWN or not keys else any(_same(v, k) for k in keys)
@@ -381,13 +382,16 @@ class Defaults:
                 return UNKNOWN
         return UNKNOWN
 
-    def built_by_default(self, name: str):
-        """`isinstance(x, C)`: False when the project (tests and benchmarks aside) names the class `C`
-        only inside branches that are off by default (`plugins = BitsandbytesPrecision(...)` under
-        `if quantize is not None:`): no such object exists in the default job. UNKNOWN when any
-        mention is outside such a branch (module code, a table, a string, a shipped configuration
-        file), when nothing builds it in the project (a library's own objects), or when a class of
-        the project derives from it."""
+    def built_by_default(self, name: str, ref: str | None = None):
+        """`isinstance(x, C)`: False when the project (tests and benchmarks aside) builds the class `C`
+        and names it only inside branches that are off by default (`plugins =
+        BitsandbytesPrecision(...)` under `if quantize is not None:`): no such object exists in the
+        default job. UNKNOWN when any mention is outside such a branch (module code, a table, a
+        string, a shipped configuration file), when the project never calls it (objects the user's
+        model or a library hands over: `PreTrainedModel`), for PyTorch's and Python's own types, or
+        when a class of the project derives from it."""
+        if ref is None or ref.startswith(("q:torch.", "q:builtins.", "q:typing.", "q:collections.")):
+            return UNKNOWN
         if self._isa is None:
             self._index_type_tests()
         if name in self._isa:
@@ -395,7 +399,7 @@ class Defaults:
         self._isa[name] = (UNKNOWN, "")  # a test met again while judging its own sites
         value, why = UNKNOWN, ""
         sites = self._isa_sites.get(name)
-        if sites and name not in self._isa_open and self._graph is not None:
+        if sites and name not in self._isa_open and name in self._isa_built and self._graph is not None:
             gates = [region_gate(self._graph.code[rel], region, rel, self) if region >= 0 else None
                      for rel, region in sites]
             if all(g is not None and g.kind == "opt-in" for g in gates):
@@ -408,6 +412,7 @@ class Defaults:
         mention outside tests, and the names left open (a base of a project class, a value of a
         configuration file)."""
         self._isa, self._isa_sites, self._isa_open = {}, {}, set()
+        self._isa_built = {ref[2:].rsplit(".", 1)[-1] for _rel, ref, _calls in self._calls if ref}  # called somewhere
         if self._graph is None:
             return
         asked: set[str] = set()
@@ -569,8 +574,7 @@ class Defaults:
                     if body is not None and (why := self.describe(body, rel)) and why not in parts:
                         parts.append(why)
             elif kind == "isa":
-                v = self.built_by_default(name)
-                if v is not UNKNOWN and (why := self._isa[name][1]) not in parts:
+                if self._isa and name in self._isa and self._isa[name][0] is not UNKNOWN and (why := self._isa[name][1]) not in parts:
                     parts.append(why)
             elif kind == "oattr":
                 params = sorted({e[0] for e in self.attributes.get(name, ()) if e is not None})

@@ -177,3 +177,15 @@ def test_a_list_of_classes_only_a_type_test_reads_builds_none(tmp_path):
     report = run_scan(Settings(root=built, cache=False)).report
     got = {(f.path, f.line): f.context for f in report.findings + report.off_path}
     assert got[("other.py", 5)] == "step"
+
+
+def test_type_tests_of_objects_the_project_never_builds_stay_unread(tmp_path):
+    # the project names the class only behind the switch, but never calls it: such objects come
+    # from elsewhere (the user's model, a library), so the test says nothing about the default job
+    train = TRAIN.replace("precision = LowBitPrecision(quantize)", "precision = LowBitPrecision")
+    got = _contexts(tmp_path / "named", train=train)
+    assert got[LOW_BIT] == ("step", None)
+    # PyTorch's own types: a model built elsewhere holds them whatever the project builds
+    torch_type = TRAIN.replace("from lowbit.plugins import LowBitPrecision", "from torch.nn import Linear as LowBitPrecision")
+    got = _contexts(tmp_path / "torch", train=torch_type)
+    assert got[LOW_BIT] == ("step", None)
