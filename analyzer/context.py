@@ -170,10 +170,10 @@ class Defaults:
         self.attributes: dict[str, list] = {}  # instance attribute -> what the project's classes set it to
         self.predicates: dict[str, list] = {}  # function name -> [(qualified name, predicate)] (codefacts.predicate)
         self.file_values: dict[str, list] = {}  # setting -> values configuration files outside tests give it
-        self._isa: dict[str, tuple] | None = None  # class name -> (value of `isinstance(x, C)`, why), once asked
+        self._isa: dict[str, tuple] = {}  # class name -> (value of `isinstance(x, C)`, why), once asked
         self._isa_sites: dict[str, list] = {}  # class name -> (file, region) of each mention outside tests
         self._isa_open: set[str] = set()  # class names a project class derives from or a configuration file names
-        self._isa_built: set[str] = set()  # names the project calls (builds) outside tests
+        self._isa_built: set[str] | None = None  # names the project calls (builds) outside tests; None: not indexed
         for info in infos:
             code = info.facts.get("code") or {}
             for attr, entries in (code.get("attributes") or {}).items():
@@ -222,7 +222,7 @@ class Defaults:
             for name, value in _parse_args(args).items():
                 seen.setdefault(name, []).append(value)
         self.launched = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in seen.items()}
-        self._isa = None  # type tests are judged again on these settings
+        self._isa = {}  # type tests are judged again on these settings (where the classes are named stays)
 
     def option(self, name: str, fallback=UNKNOWN):
         if name in self.launched:
@@ -392,7 +392,7 @@ class Defaults:
         when a class of the project derives from it."""
         if ref is None or ref.startswith(("q:torch.", "q:builtins.", "q:typing.", "q:collections.")):
             return UNKNOWN
-        if self._isa is None:
+        if self._isa_built is None:
             self._index_type_tests()
         if name in self._isa:
             return self._isa[name][0]
@@ -411,7 +411,7 @@ class Defaults:
         """Where the project names each class an `isinstance` test asks about: (file, region) of every
         mention outside tests, and the names left open (a base of a project class, a value of a
         configuration file)."""
-        self._isa, self._isa_sites, self._isa_open = {}, {}, set()
+        self._isa_sites, self._isa_open = {}, set()
         self._isa_built = {ref[2:].rsplit(".", 1)[-1] for _rel, ref, _calls in self._calls if ref}  # called somewhere
         if self._graph is None:
             return
@@ -423,7 +423,8 @@ class Defaults:
             return
         for rel, code in sorted(self._graph.code.items()):
             for d in (code.get("defs") or {}).values():
-                self._isa_open.update(b[2:].rsplit(".", 1)[-1] for b in (d[4] if len(d) > 4 else ()) if b[2:].rsplit(".", 1)[-1] in asked)
+                bases = (b[2:].rsplit(".", 1)[-1] for b in (d[4] if len(d) > 4 else ()))
+                self._isa_open.update(b for b in bases if b in asked)
             if _exercises_options(rel):
                 continue
             for refs in (code.get("refs") or {}).values():
@@ -440,7 +441,7 @@ class Defaults:
         self._graph = graph
         self._handed_nodes = {n for rel, ref in self._handed for n in graph.resolve(rel, ref)}
         self._indexed = False
-        self._isa = None
+        self._isa, self._isa_built = {}, None  # where the classes of type tests are named: indexed on first use
 
     def _index_calls(self) -> None:
         """Index the `passed` facts by the parameter each call sets: under the function a call resolves
