@@ -71,6 +71,33 @@ EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|evaluators?|validators?|
 EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate"
                          r"|onnx|export|exporting)(_|$)")
 UNKNOWN = object()
+
+
+class Off:
+    """The defaults of a setting that disagree only among values that leave it off (`False` in one
+    configuration class, `None` in another): a truthiness test (`if cfg.x:`) is False on either, a
+    comparison with a value that is on (`== "hidden_states"`) is False too; anything that could tell
+    the off values apart (`is None`, `== False`, a table lookup) stays unknown."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list) -> None:
+        self.values = values
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return " or ".join(_show(v) for v in self.values)
+
+
+def _off_value(v) -> bool:
+    return v is None or v is False or v == "" or (type(v) in (int, float) and v == 0)
+
+
+def known(v):
+    """A value that names one default: an Off set is unknown where the off values differ."""
+    return UNKNOWN if isinstance(v, Off) else v
 _FORWARD_LEVELS = 4  # callers followed for a forwarded keyword (`f(x=x)`): more is unknown
 _FORWARD_BUDGET = 400  # parameters looked at for one question: past it, unknown
 # Methods whose call, matched by name on any reached class, is evidence that a script trains.
@@ -143,6 +170,10 @@ class Defaults:
         self.attributes: dict[str, list] = {}  # instance attribute -> what the project's classes set it to
         self.predicates: dict[str, list] = {}  # function name -> [(qualified name, predicate)] (codefacts.predicate)
         self.file_values: dict[str, list] = {}  # setting -> values configuration files outside tests give it
+        self._isa: dict[str, tuple] = {}  # class name -> (value of `isinstance(x, C)`, why), once asked
+        self._isa_sites: dict[str, list] = {}  # class name -> (file, region) of each mention outside tests
+        self._isa_open: set[str] = set()  # class names a project class derives from or a configuration file names
+        self._isa_built: set[str] | None = None  # names the project calls (builds) outside tests; None: not indexed
         for info in infos:
             code = info.facts.get("code") or {}
             for attr, entries in (code.get("attributes") or {}).items():
@@ -177,6 +208,9 @@ class Defaults:
         for k, v in files.items():
             values.setdefault(k, v)
         self.options = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in values.items()}
+        # defaults that differ only among off values (`default=False` here, `default=None` there)
+        self.off = {k: Off(sorted({repr(x): x for x in v}.values(), key=repr)) for k, v in values.items()
+                    if self.options[k] is UNKNOWN and all(_off_value(x) for x in v)}
         self.launched: dict[str, object] = {}  # options the training entry's launch commands set
         self.bindings = {info.rel: (info.facts.get("code") or {}).get("bindings", {}) for info in infos}
 
@@ -188,6 +222,7 @@ class Defaults:
             for name, value in _parse_args(args).items():
                 seen.setdefault(name, []).append(value)
         self.launched = {k: (v[0] if all(_same(v[0], x) for x in v) else UNKNOWN) for k, v in seen.items()}
+        self._isa = {}  # type tests are judged again on these settings (where the classes are named stays)
 
     def option(self, name: str, fallback=UNKNOWN):
         if name in self.launched:
@@ -204,7 +239,7 @@ class Defaults:
         (`Arguments(mlp_impl='grouped')`, outside tests) or a configuration file gives another."""
         if cond[:1] == ["field"]:
             cond = ["opt", cond[1]]
-        value = self.evaluate(cond, rel)
+        value = known(self.evaluate(cond, rel))
         if cond[:1] != ["opt"] or value is UNKNOWN or cond[1] in self.launched:
             return value
         name = cond[1]
@@ -261,7 +296,8 @@ class Defaults:
         if op == "train":
             return True
         if op == "opt":
-            return self.option(cond[1], cond[2] if len(cond) > 2 else UNKNOWN)
+            v = self.option(cond[1], cond[2] if len(cond) > 2 else UNKNOWN)
+            return self.off.get(cond[1], v) if v is UNKNOWN and cond[1] not in self.launched else v
         if op == "field":  # `margs.mlp_impl`, `margs: Arguments`: the field's default unless the project sets it
             return self.setting(cond, rel)
         if op == "env":
@@ -293,7 +329,7 @@ class Defaults:
                 return True
             return UNKNOWN if any(v is UNKNOWN for v in vals) else vals[-1]
         if op == "conv":
-            v = self.evaluate(cond[2], rel, depth)
+            v = known(self.evaluate(cond[2], rel, depth))
             if v is UNKNOWN:
                 return UNKNOWN
             try:
@@ -318,16 +354,26 @@ class Defaults:
             return UNKNOWN if t is UNKNOWN else self.evaluate(cond[2] if t else cond[3], rel, depth)
         if op == "oattr":
             return self.attribute(cond[1], depth)
+        if op == "isa":
+            return self.built_by_default(cond[1], cond[2] if len(cond) > 2 else None)
         if op == "inreg":
-            v, keys = self.evaluate(cond[1], rel, depth), self.registry_keys.get(cond[2])
+            v, keys = known(self.evaluate(cond[1], rel, depth)), self.registry_keys.get(cond[2])
             return UNKNOWN if v is UNKNOWN or not keys else any(_same(v, k) for k in keys)
         if op == "in":
             v = self.evaluate(cond[1], rel, depth)
+            if isinstance(v, Off) and any(_off_value(x) for x in cond[2]):
+                return UNKNOWN
             return UNKNOWN if v is UNKNOWN else any(_same(v, x) for x in cond[2])
         if op == "cmp":
             a, b = self.evaluate(cond[2], rel, depth), self.evaluate(cond[3], rel, depth)
             if a is UNKNOWN or b is UNKNOWN:
                 return UNKNOWN
+            if isinstance(a, Off) or isinstance(b, Off):
+                # only an equality with a value that is on tells: every off value differs from it
+                other = b if isinstance(a, Off) else a
+                if cond[1] not in ("Eq", "NotEq") or isinstance(other, Off) or _off_value(other):
+                    return UNKNOWN
+                return cond[1] == "NotEq"
             try:
                 return {"Eq": lambda: _same(a, b), "NotEq": lambda: not _same(a, b), "Is": lambda: a is b,
                         "IsNot": lambda: a is not b, "Gt": lambda: a > b, "GtE": lambda: a >= b,
@@ -336,12 +382,66 @@ class Defaults:
                 return UNKNOWN
         return UNKNOWN
 
+    def built_by_default(self, name: str, ref: str | None = None):
+        """`isinstance(x, C)`: False when the project (tests and benchmarks aside) builds the class `C`
+        and names it only inside branches that are off by default (`plugins =
+        BitsandbytesPrecision(...)` under `if quantize is not None:`): no such object exists in the
+        default job. UNKNOWN when any mention is outside such a branch (module code, a table, a
+        string, a shipped configuration file), when the project never calls it (objects the user's
+        model or a library hands over: `PreTrainedModel`), for PyTorch's and Python's own types, or
+        when a class of the project derives from it."""
+        if ref is None or ref.startswith(("q:torch.", "q:builtins.", "q:typing.", "q:collections.")):
+            return UNKNOWN
+        if self._isa_built is None:
+            self._index_type_tests()
+        if name in self._isa:
+            return self._isa[name][0]
+        self._isa[name] = (UNKNOWN, "")  # a test met again while judging its own sites
+        value, why = UNKNOWN, ""
+        sites = self._isa_sites.get(name)
+        if sites and name not in self._isa_open and name in self._isa_built and self._graph is not None:
+            gates = [region_gate(self._graph.code[rel], region, rel, self) if region >= 0 else None
+                     for rel, region in sites]
+            if all(g is not None and g.kind == "opt-in" for g in gates):
+                value, why = False, f"`{name}` is built {gates[0].text}"
+        self._isa[name] = (value, why)
+        return value
+
+    def _index_type_tests(self) -> None:
+        """Where the project names each class an `isinstance` test asks about: (file, region) of every
+        mention outside tests, and the names left open (a base of a project class, a value of a
+        configuration file)."""
+        self._isa_sites, self._isa_open = {}, set()
+        self._isa_built = {ref[2:].rsplit(".", 1)[-1] for _rel, ref, _calls in self._calls if ref}  # called somewhere
+        if self._graph is None:
+            return
+        asked: set[str] = set()
+        for code in self._graph.code.values():
+            for region in code.get("regions", ()):
+                asked.update(n for k, n in _names(region[2]) if k == "isa")
+        if not asked:
+            return
+        for rel, code in sorted(self._graph.code.items()):
+            for d in (code.get("defs") or {}).values():
+                bases = (b[2:].rsplit(".", 1)[-1] for b in (d[4] if len(d) > 4 else ()))
+                self._isa_open.update(b for b in bases if b in asked)
+            if _exercises_options(rel):
+                continue
+            for refs in (code.get("refs") or {}).values():
+                for ref, region in refs:
+                    name = ref[2:].rsplit(".", 1)[-1]
+                    if name in asked:
+                        self._isa_sites.setdefault(name, []).append((rel, region))
+        self._isa_open.update(n for values in self.file_values.values() for v in values
+                              if type(v) is str and (n := v.rsplit(".", 1)[-1]) in asked)
+
     def attach(self, graph: "Graph") -> None:
         """Resolve calls with the graph's resolution: a keyword passed at a call then overrides the
         parameter of the function the call resolves to, not every parameter of that name."""
         self._graph = graph
         self._handed_nodes = {n for rel, ref in self._handed for n in graph.resolve(rel, ref)}
         self._indexed = False
+        self._isa, self._isa_built = {}, None  # where the classes of type tests are named: indexed on first use
 
     def _index_calls(self) -> None:
         """Index the `passed` facts by the parameter each call sets: under the function a call resolves
@@ -465,6 +565,7 @@ class Defaults:
         for kind, name in names:
             if kind == "opt":
                 v = self.option(name)
+                v = self.off.get(name, v) if v is UNKNOWN and name not in self.launched else v
                 parts.append(f"{name} defaults to {_show(v)}")
             elif kind == "param":
                 parts.append(f"{name} defaults to {_show(_param_default(cond, name))}")
@@ -473,6 +574,9 @@ class Defaults:
                     body = self.predicate_body(call)
                     if body is not None and (why := self.describe(body, rel)) and why not in parts:
                         parts.append(why)
+            elif kind == "isa":
+                if self._isa and name in self._isa and self._isa[name][0] is not UNKNOWN and (why := self._isa[name][1]) not in parts:
+                    parts.append(why)
             elif kind == "oattr":
                 params = sorted({e[0] for e in self.attributes.get(name, ()) if e is not None})
                 parts.append(f"{'/'.join(params) or name} defaults to {_show(self.attribute(name))}")
@@ -528,7 +632,7 @@ def _names(cond: list):
         yield cond[0], cond[1]
     elif cond[0] == "field":
         yield "opt", cond[1]
-    elif cond[0] in ("flag", "param", "oattr"):
+    elif cond[0] in ("flag", "param", "oattr", "isa"):
         yield cond[0], cond[1]
     elif cond[0] == "pred":
         yield "pred", cond[1]  # the helper's name (describe() reads its body); its arguments are no settings
@@ -902,7 +1006,7 @@ class Graph:
                 for _scope, looks in sorted(code.get("lookups", {}).items()):
                     for table, key, *_rest in looks:
                         if table.startswith("a:"):
-                            seen.setdefault(table[2:], []).append((self.defaults.evaluate(key, rel), _feature(key)))
+                            seen.setdefault(table[2:], []).append((known(self.defaults.evaluate(key, rel)), _feature(key)))
             self._table_keys = {
                 name: (vals[0] if all(v[0] is not UNKNOWN and _same(vals[0][0], v[0]) for v in vals) else (UNKNOWN, ""))
                 for name, vals in seen.items()}
@@ -1014,7 +1118,7 @@ class Graph:
         if not entries:
             return
         if table.startswith("module:"):
-            values = [(_feature(key), self.defaults.evaluate(key, rel))]
+            values = [(_feature(key), known(self.defaults.evaluate(key, rel)))]
         else:  # `TABLE[cfg.kind][cfg.impl]`: a value per key of the path, each left unread when set elsewhere
             values = [(_feature(c), self.defaults.setting(c, rel)) for c in (key[1:] if key[:1] == ["path"] else [key])]
         for name, refs in sorted(entries.items()):

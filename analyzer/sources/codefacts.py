@@ -288,6 +288,8 @@ class _Facts:
                     if type(name) is str and root and self.config_root(root):
                         default = _literal(node.args[2]) if len(node.args) > 2 else None
                         return ["opt", name, default] if default is not ... else ["opt", name]
+                if parts == ["isinstance"] and len(node.args) == 2 and not node.keywords:
+                    return self.type_test(node.args[1])
                 if parts[-1] == "is_grad_enabled" and not node.args:
                     return ["train"]  # `torch.is_grad_enabled()`: True in the training step
                 if parts[-1] in ("int", "bool", "float", "str", "lower", "strip", "upper") and (node.args or parts[-1] in ("lower", "strip", "upper")):
@@ -332,6 +334,17 @@ class _Facts:
                     return _param_cond(_param_of(params, parts[0]), self.param_owners.get(parts[0]))
                 return ["flag", parts[0]]
         return ["?"]
+
+    def type_test(self, types: ast.AST) -> list:
+        """`isinstance(x, BitsandbytesPrecision)`: ["isa", class name, reference]; a tuple of classes
+        is one test per class. True only when the project builds such an object (context.py)."""
+        out = []
+        for t in types.elts if type(types) is ast.Tuple else [types]:
+            parts = _chain(t)
+            if not parts:
+                return ["?"]
+            out.append(["isa", parts[-1], self.ref_of(parts, None)])
+        return out[0] if len(out) == 1 else ["or", *out]
 
     @staticmethod
     def config_root(parts: list[str]) -> bool:
@@ -456,6 +469,7 @@ class _Walk:
         self.cuda_attrs: frozenset[str] = frozenset()  # "self.x" holding a CUDA check in the enclosing class
         self.scopes: list[ast.AST] = []  # the enclosing function, else the module (`_refines` reads it)
         self.callees: set[int] = set()  # the function nodes of the calls met so far (`handed` leaves them out)
+        self.type_only: frozenset[str] = frozenset()  # locals of this function that only list a type test's classes
 
     def run(self, tree: ast.Module) -> None:
         self.scopes.append(tree)
@@ -503,7 +517,10 @@ class _Walk:
             table = t in (ast.Assign, ast.AnnAssign) and not self.scope and self.top_assign(st)
             if t is ast.AnnAssign and self.cls is not None and self.scope == self.cls:
                 self.field(st)
-            if not table:  # a table's entries are chosen by name, not called by building the table
+            # a table's entries are chosen by name, not called by building the table; a list of classes
+            # only a type test reads names them and builds none
+            listed = t is ast.Assign and type(st.targets[0]) is ast.Name and st.targets[0].id in self.type_only
+            if not table and not listed:
                 self.expr_children(st)
             is_try = t is ast.Try or t.__name__ == "TryStar"
             self.in_try += is_try
@@ -571,10 +588,12 @@ class _Walk:
             fx.predicates[f"{fx.module_name}.{name}"] = pred
         if sig := _signature(node):
             fx.signatures[name] = sig
-        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners)
+        saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
+                 self.type_only)
         self.scope, self.region, self.nest = name, -1, 0
         fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
+        self.type_only = _type_only_locals(node, rebound)
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
         self.scopes.append(node)
         own = _option_params(node, rebound)
@@ -606,7 +625,8 @@ class _Walk:
         self.function_body(node.body, node.end_lineno or node.lineno)
         self.nested.pop()
         self.scopes.pop()
-        self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners = saved
+        (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
+         self.type_only) = saved
 
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
@@ -1301,6 +1321,29 @@ def _statement_names(node: ast.AST) -> tuple[set[str], dict[str, int]]:
     return out, assigned
 
 
+def _type_only_locals(node: ast.FunctionDef, assigned: dict[str, int]) -> frozenset[str]:
+    """Locals assigned once, at the function's top level, a list or tuple of names that only a type
+    test reads (`strategies = [DDPStrategy, DeepSpeedStrategy]` ... `isinstance(s, tuple(strategies))`):
+    like a class named in the test itself, naming them runs none of their code."""
+    lists = {st.targets[0].id for st in node.body
+             if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name
+             and assigned.get(st.targets[0].id) == 1 and type(st.value) in (ast.List, ast.Tuple)
+             and st.value.elts and all(_chain(e) for e in st.value.elts)}
+    if not lists:
+        return frozenset()
+    tested: set[int] = set()
+    names: list[ast.Name] = []
+    for n in ast.walk(node):
+        if type(n) is ast.Call and type(n.func) is ast.Name and n.func.id in _TYPE_TESTS and len(n.args) == 2:
+            t = n.args[1]
+            if type(t) is ast.Call and _chain(t.func) == ["tuple"] and len(t.args) == 1:
+                t = t.args[0]
+            tested.add(id(t))
+        elif type(n) is ast.Name and n.id in lists and type(n.ctx) is ast.Load:
+            names.append(n)
+    return frozenset(lists - {n.id for n in names if id(n) not in tested})
+
+
 def _loader_loop(it: ast.AST) -> bool:
     while type(it) is ast.Call:  # enumerate(loader), tqdm(loader)
         it = it.args[0] if it.args else it.func
@@ -1378,7 +1421,7 @@ _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|su
 def _has_config(c: list) -> bool:
     if not c:
         return False
-    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred"):
+    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa"):
         return True
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
@@ -1437,15 +1480,39 @@ def _option_params(node: ast.FunctionDef, rebound: Collection[str] = frozenset()
     """Parameters whose literal default is a setting a user turns on: any name with a default of
     False, 0, or a string, and a switch-like name (`use_*`, `*_impl`, `backend`) with any literal
     default. A None default on another name is an optional input (`mask=None`, `labels=None`: a
-    tensor the step passes, often positionally), never a gate. Run-state words (`training`,
-    `mode`) and parameters the body rebinds are left out."""
+    tensor the step passes, often positionally), never a gate, unless its annotation lists the
+    names it may take (`quantize: Literal["bnb.nf4", "bnb.fp4"] | None = None`). Run-state words
+    (`training`, `mode`) and parameters the body rebinds are left out."""
     out: dict[str, object] = {}
-    for name, value in _all_param_defaults(node):
-        if name in rebound or _RUN_STATE_PARAM.match(name):
+    for arg, default, _at in defaulted_params(node.args):
+        name, value = arg.arg, _literal(default)
+        if value is ... or name in rebound or _RUN_STATE_PARAM.match(name):
             continue
-        if _FLAG_PARAM.search(name) or type(value) in (bool, str) or (type(value) in (int, float) and value == 0):
+        if (_FLAG_PARAM.search(name) or type(value) in (bool, str) or (type(value) in (int, float) and value == 0)
+                or (value is None and _named_choice(arg.annotation))):
             out[name] = value
     return out
+
+
+def _named_choice(ann: ast.AST | None) -> bool:
+    """An annotation that lists the names a setting may take, so never a tensor nor a path:
+    `Literal["bnb.nf4", "bnb.fp4"]`, alone or with None (`Literal[...] | None`, `Optional[Literal[...]]`,
+    `Union[Literal[...], None]`). A bare `str` may be a path or a name the job always passes: not read."""
+    t = type(ann)
+    if t is ast.BinOp and type(ann.op) is ast.BitOr:
+        sides = (ann.left, ann.right)
+        return all(_named_choice(x) or _literal(x) is None for x in sides) and any(_named_choice(x) for x in sides)
+    if t is not ast.Subscript:
+        return False
+    parts = _chain(ann.value)
+    args = ann.slice.elts if type(ann.slice) is ast.Tuple else [ann.slice]
+    if not parts:
+        return False
+    if parts[-1] == "Literal":
+        return all(type(_literal(a)) is str for a in args)
+    if parts[-1] in ("Optional", "Union"):
+        return all(_named_choice(a) or _literal(a) is None for a in args) and any(_named_choice(a) for a in args)
+    return False
 
 
 def _local_aliases(stmts: list[ast.stmt], params: dict[str, object], assigned: dict[str, int],
