@@ -472,3 +472,24 @@ def test_sampling_branches_and_export_modes_are_evaluation(tmp_path):
     assert cuda["train.py:11"] == "evaluation"
     assert cuda["train.py:6"] == "step" and cuda["train.py:18"] == "step"
     assert where(report, "NR1207")["train.py:20"] == "evaluation"  # float64 only under TorchScript
+
+
+def test_a_patched_prediction_step_is_evaluation(tmp_path):
+    root = tree(tmp_path, {
+        "fast/__init__.py": "",
+        "fast/patch.py": """\
+            import torch
+            from transformers import Trainer
+
+            def fast_prediction_step(self, model, inputs, prediction_loss_only):
+                return torch.nonzero(inputs["labels"])  # the evaluation loop's step
+
+            def fast_training_step(self, model, inputs):
+                return torch.nonzero(inputs["labels"])
+
+            def patch():
+                Trainer.prediction_step = fast_prediction_step
+                Trainer.training_step = fast_training_step
+            """,
+    })
+    assert where(scan(root), "NR1501") == {"fast/patch.py:5": "evaluation", "fast/patch.py:8": "step"}

@@ -83,7 +83,7 @@ EVAL_NAME = re.compile(
     r"(?i)^_*(evaluate|evaluation|eval|validate|validation|valid|predict|prediction|inference|infer|generate"
     r"|sample|sampling|export|visuali[sz]e|plot|demo|benchmark)(_\w*)?$"
     r"|^_*\w+_(eval|evaluate|evaluation|validation|validate|predict|prediction|inference|export|generate)$"
-    r"|^_*(validation|test|predict)_step(_end)?$|^on_(validation|test|predict)\w*$|^test_\w+$"
+    r"|^_*(\w+_)?(validation|test|predict|prediction)_step(_end)?$|^on_(validation|test|predict)\w*$|^test_\w+$"
     r"|^val_dataloader$"
 )
 # Tests that hold only while a model is exported (TorchScript, tracing, ONNX), never in the eager step.
