@@ -30,6 +30,7 @@ key it cannot read, a scope name it cannot find. It never drops a finding: it re
 
 from __future__ import annotations
 
+import functools
 import heapq
 import posixpath
 import re
@@ -67,6 +68,12 @@ EVAL_PATH = re.compile(r"(?i)^(eval|evals|evaluation|evaluate|inference|infer|ex
 # they hold after a prefix (`sam2_video_predictor.py`, `coco_evaluator.py`, `onnx_exporter.py`).
 EVAL_FILE = re.compile(r"(?i)^(eval|evaluate|evaluation|evaluators?|validators?|predictors?|exporters?|inference|infer"
                        r"|export|predict|demo|serve|serving)(_\w*)?\.py$|^\w+_(predictors?|evaluators?|exporters?)\.py$")
+# Developer tools kept in a package: profilers and benchmarks measure a model, they do not train it
+# (`natten/profiler.py`, `xformers/profiler/`, `torch_geometric/profile/`, `sam2/benchmark.py`). The
+# `benchmarks/` folders beside a package are already excluded (reach.py); these live inside it.
+DEV_TOOL_DIR = re.compile(r"(?i)^(profile|profilers?|profiling(_\w+)?|bench)$")
+DEV_TOOL_FILE = re.compile(r"(?i)^(profile|profilers?|profiling|benchmarks?|bench)(_\w*)?\.py$"
+                           r"|^\w+_(profilers?|profiling|benchmarks?)\.py$")
 # Options whose switch selects evaluation rather than a feature.
 EVAL_OPTION = re.compile(r"(?i)(^|_)(eval|evaluate|evaluation|validate|validation|val|test|predict|inference|infer|generate"
                          r"|onnx|export|exporting)(_|$)")
@@ -804,6 +811,7 @@ class Graph:
                     self.methods.setdefault(meth, []).append((rel, name))
                     self.class_methods.setdefault((rel, cls), []).append(name)
         self.alternatives: dict[str, Gate] = {}  # library mode: node -> "the user picks it" gate
+        self.entry_files: frozenset[str] = frozenset()  # entries mode: a developer tool named as the entry trains
         self._resolved: dict[tuple[str, str], list[str]] = {}
         self._edges: dict[str, list] = {}
         self._imports: dict[tuple[str, str], list[str]] = {}
@@ -886,6 +894,9 @@ class Graph:
                 return EVAL
         if "eval" in markers:
             return EVAL
+        rel = node.partition("::")[0]
+        if developer_tool(rel) and rel not in self.entry_files:
+            return EVAL  # a profiler's or benchmark's functions, and what only they call
         if "host" in markers or name in self.host_names:
             return HOST
         return STEP
@@ -1308,6 +1319,8 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
     referenced: set[str] = set()
     names: set[str] = set()
     for rel in rels:
+        if developer_tool(rel):
+            continue  # a profiler or benchmark measures the library's functions: they stay its surface
         code = graph.code.get(rel, {})
         for scope, refs in code.get("refs", {}).items():
             if scope == MAIN:
@@ -1596,7 +1609,15 @@ def host_path(path: str) -> bool:
 
 def evaluation_path(path: str) -> bool:
     parts = path.split("/")
-    return any(EVAL_PATH.match(p) for p in parts[:-1]) or bool(EVAL_FILE.match(parts[-1]))
+    return any(EVAL_PATH.match(p) for p in parts[:-1]) or bool(EVAL_FILE.match(parts[-1])) or developer_tool(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def developer_tool(path: str) -> bool:
+    """A profiler or benchmark module (DEV_TOOL_DIR, DEV_TOOL_FILE): the evaluation path, and what
+    only it calls too; never a detected training entry (reach.py), though `--entry` still names one."""
+    parts = path.split("/")
+    return any(DEV_TOOL_DIR.match(p) for p in parts[:-1]) or bool(DEV_TOOL_FILE.match(parts[-1]))
 
 
 def neuron_file(code: dict, facts: dict) -> bool:
@@ -1670,6 +1691,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         defaults.launch_options(launches)
         graph.edges_changed()  # their labels were judged on the defaults before the launch options
     if reach.mode == "entries" and entries:
+        graph.entry_files = frozenset(entries)
         nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries] + [
             f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)
@@ -2119,7 +2141,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                 label = max(label, EVAL)
             elif local is not None:
                 label, gate = max(label, OPTIN), (gate if label == OPTIN and gate else local)
-            if "eval" in markers or evaluation_path(f.path):
+            if "eval" in markers or (evaluation_path(f.path) and not (developer_tool(f.path) and f.path in graph.entry_files)):
                 label = max(label, EVAL)
             if "host" in markers or (label == STEP and host_path(f.path)):
                 label = max(label, HOST)

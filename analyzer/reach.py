@@ -581,7 +581,8 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
         return trains_cache[rel]
 
     def usable(rel: str) -> bool:
-        return rel in info and rel not in vendored and not excluded(rel)
+        # a profiler or benchmark measures a model: even one that runs backward is no trainer a user picks
+        return rel in info and rel not in vendored and not excluded(rel) and not context.developer_tool(rel)
 
     out: dict[str, str] = {}
     entry_functions: list[tuple[str, str]] = []

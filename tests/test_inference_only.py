@@ -140,7 +140,8 @@ def test_ops_that_refuse_gradients_and_the_kernels_only_they_launch_are_evaluati
     assert nonzero["kops/decode.py:7"] == "evaluation"
     assert nonzero["kops/decode.py:19"] == "step"  # a backward that raises in one branch still trains
     assert nonzero["kops/norm.py:13"] == "step"  # refuses gradients only behind a switch
-    assert nonzero["kops/decode.py:33"] == "step"  # a backward not implemented *yet*: an op meant to train
+    # a backward not implemented yet cannot train today either: whoever trains does not call the op
+    assert nonzero["kops/decode.py:33"] == "evaluation"
     assert nonzero["kops/decode.py:51"] == "step"  # a backward that refuses only a second derivative trains
     assert report.evaluation is not None
 
@@ -307,3 +308,188 @@ def test_predictor_modules_and_mask_generators_are_evaluation(tmp_path):
     assert masks["seg/automatic_mask_generator.py:14"] == "evaluation"  # a public method of the generator
     assert masks["seg/batch_generator.py:8"] == "step"
     assert {c for p, c in where(report, "NR1301").items() if "predictor" in p} == {"evaluation"}
+
+
+def test_forward_only_functions_whatever_their_message_and_the_branch_a_backward_refuses(tmp_path):
+    root = tree(tmp_path, {
+        "lin/__init__.py": "",
+        "lin/kernels.py": _KERNELS,
+        "lin/ops.py": """\
+            import torch
+            from .kernels import decode_fwd, norm_fwd, shared_fwd
+
+            class ParallelFunction(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return decode_fwd(x)
+
+                @staticmethod
+                def backward(ctx, grad):
+                    raise NotImplementedError("Backward pass is not implemented. Stay tuned!")
+
+            class PrefillFunction(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, initial_state=None):
+                    if initial_state is not None:
+                        norm_fwd(initial_state)  # copies a prefilled cache: only decoding passes one
+                    ctx.save_for_backward(x, initial_state)
+                    return shared_fwd(x)
+
+                @staticmethod
+                def backward(ctx, grad):
+                    x, initial_state = ctx.saved_tensors
+                    if initial_state is not None:
+                        raise NotImplementedError("Backward is not implemented with a prefilled state.")
+                    return grad
+
+            class AbstractFunction(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return torch.nonzero(x)
+
+                @staticmethod
+                def backward(ctx, grad):
+                    raise NotImplementedError  # an abstract method: subclasses give the backward
+
+            def parallel_attention(x):
+                return ParallelFunction.apply(x)
+
+            def chunk_attention(x, initial_state=None):
+                return PrefillFunction.apply(x, initial_state)
+
+            def abstract_op(x):
+                return AbstractFunction.apply(x)
+            """,
+    })
+    report = scan(root)
+    kernels, launches = where(report, "NR1801"), where(report, "NR1803")
+    assert kernels["lin/kernels.py:8"] == "evaluation"  # launched only by the Function with no backward
+    assert kernels["lin/kernels.py:4"] == "evaluation"  # launched only in forward's refused branch
+    assert kernels["lin/kernels.py:12"] == "step"  # the rest of that Function's forward trains
+    assert launches["lin/kernels.py:17"] == "evaluation" and launches["lin/kernels.py:26"] == "step"
+    assert where(report, "NR1501")["lin/ops.py:31"] == "step"  # a bare raise: an abstract method
+
+
+def test_profilers_and_benchmarks_are_evaluation_and_never_a_detected_entry(tmp_path):
+    files = {
+        "attn/__init__.py": "from .ops import attention\n",
+        "attn/ops.py": """\
+            import torch
+
+            def attention(q):
+                return torch.nonzero(q)
+            """,
+        "attn/tuned.py": """\
+            import torch
+
+            def compiled_attention(q):
+                return torch.argsort(q)  # only the profiler tries this variant
+            """,
+        "attn/profiler.py": """\
+            import torch
+            from .profiling_utils.timing import measure
+
+            def profile(q):
+                measure(q)
+                torch.cuda.synchronize()
+
+            if __name__ == "__main__":
+                profile(torch.randn(8, requires_grad=True))
+            """,
+        "attn/profiling_utils/__init__.py": "",
+        "attn/profiling_utils/timing.py": """\
+            import torch
+            from ..ops import attention
+            from ..tuned import compiled_attention
+
+            def measure(q):
+                out = attention(q).float().sum() + compiled_attention(q).float().sum()
+                out.backward()  # profiles the backward too: still no trainer
+                return torch.cuda.max_memory_allocated(device="cuda")
+            """,
+        "attn/benchmark.py": """\
+            import torch
+
+            assert torch.cuda.is_available()
+            device = torch.device("cuda")
+            """,
+    }
+    report = scan(tree(tmp_path / "lib", files))
+    assert report.extra["reach"]["mode"] == "library"  # the profiler that runs backward is not the trainer
+    assert where(report, "NR1501")["attn/ops.py:4"] == "step"  # the library's op, also profiled
+    # a function of the library stays its surface, even when only the profiler calls it (as tests do)
+    assert where(report, "NR1603")["attn/tuned.py:4"] == "step"
+    assert where(report, "NR1009")["attn/profiling_utils/timing.py:8"] == "evaluation"
+    assert where(report, "NR1007")["attn/profiler.py:6"] == "off-path"  # a script run on its own
+    assert {c for p, c in where(report, "NR1004").items() if p.startswith("attn/benchmark.py")} == {"evaluation"}
+    # named as the entry, a benchmark script that trains keeps its step
+    bench = tree(tmp_path / "bench", {**files, "attn/benchmark_train.py": """\
+        import torch
+        from .tuned import compiled_attention
+
+        def main():
+            q = torch.randn(8, device="cuda", requires_grad=True)
+            compiled_attention(q).float().sum().backward()
+
+        if __name__ == "__main__":
+            main()
+        """})
+    named = run_scan(Settings(root=bench, cache=False, entries=["attn/benchmark_train.py"])).report
+    assert where(named, "NR1003")["attn/benchmark_train.py:5"] == "step"
+    assert where(named, "NR1603")["attn/tuned.py:4"] == "step"
+
+
+def test_sampling_branches_and_export_modes_are_evaluation(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+
+            model = torch.nn.Linear(4, 4).cuda()
+            opt = torch.optim.AdamW(model.parameters())
+            for i in range(100):
+                x = torch.randn(4, 4).cuda()
+                model(x).sum().backward()
+                opt.step()
+                if i % 10 == 0:
+                    model.eval()
+                    sample = torch.randn(1, 4).cuda()
+                    print(model(sample))
+                    model.train()
+                if i == 50:
+                    model.eval()  # freezes for the rest of training: not an evaluation branch
+                    for p in model.parameters():
+                        p.requires_grad = False
+                    frozen = torch.randn(1, 4).cuda()
+                if torch.jit.is_scripting():
+                    dtype = torch.float64
+                else:
+                    dtype = torch.bfloat16
+            """,
+    })
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "entries"
+    cuda = where(report, "NR1001")
+    assert cuda["train.py:11"] == "evaluation"
+    assert cuda["train.py:6"] == "step" and cuda["train.py:18"] == "step"
+    assert where(report, "NR1207")["train.py:20"] == "evaluation"  # float64 only under TorchScript
+
+
+def test_a_patched_prediction_step_is_evaluation(tmp_path):
+    root = tree(tmp_path, {
+        "fast/__init__.py": "",
+        "fast/patch.py": """\
+            import torch
+            from transformers import Trainer
+
+            def fast_prediction_step(self, model, inputs, prediction_loss_only):
+                return torch.nonzero(inputs["labels"])  # the evaluation loop's step
+
+            def fast_training_step(self, model, inputs):
+                return torch.nonzero(inputs["labels"])
+
+            def patch():
+                Trainer.prediction_step = fast_prediction_step
+                Trainer.training_step = fast_training_step
+            """,
+    })
+    assert where(scan(root), "NR1501") == {"fast/patch.py:5": "evaluation", "fast/patch.py:8": "step"}

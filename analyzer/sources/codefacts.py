@@ -70,7 +70,8 @@ from collections.abc import Collection, Iterator, Sequence
 
 from .compilefacts import compile_sites
 from .imports import absolute
-from .inference_only import asserts_no_grad, backward_only_raises, drives_trained_model, refuses_gradients
+from .inference_only import (asserts_no_grad, backward_only_raises, backward_refusals, drives_trained_model, refuses_gradients,
+                             switches_to_eval)
 from .pyindex import CAPABILITY
 from .setup_code import checkpoint_io, kept_refs, returned_refs
 from .vocab import OPTIMIZER_RECEIVER
@@ -82,9 +83,11 @@ EVAL_NAME = re.compile(
     r"(?i)^_*(evaluate|evaluation|eval|validate|validation|valid|predict|prediction|inference|infer|generate"
     r"|sample|sampling|export|visuali[sz]e|plot|demo|benchmark)(_\w*)?$"
     r"|^_*\w+_(eval|evaluate|evaluation|validation|validate|predict|prediction|inference|export|generate)$"
-    r"|^_*(validation|test|predict)_step(_end)?$|^on_(validation|test|predict)\w*$|^test_\w+$"
+    r"|^_*(\w+_)?(validation|test|predict|prediction)_step(_end)?$|^on_(validation|test|predict)\w*$|^test_\w+$"
     r"|^val_dataloader$"
 )
+# Tests that hold only while a model is exported (TorchScript, tracing, ONNX), never in the eager step.
+EXPORT_MODES = frozenset({"is_scripting", "is_tracing", "is_in_onnx_export"})
 # Functions that run in the data pipeline on the host.
 HOST_NAME = re.compile(r"(?i)collat|^_*(pre)?process\w*|^_*tokeni[sz]e\w*|^worker_init\w*|^_*load_(data|dataset)\w*")
 HOST_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__", "__len__"})
@@ -292,6 +295,8 @@ class _Facts:
                     return self.type_test(node.args[1])
                 if parts[-1] == "is_grad_enabled" and not node.args:
                     return ["train"]  # `torch.is_grad_enabled()`: True in the training step
+                if parts[-1] in EXPORT_MODES and not node.args:
+                    return ["not", ["train"]]  # `torch.jit.is_scripting()`: False in the eager training step
                 if parts[-1] in ("int", "bool", "float", "str", "lower", "strip", "upper") and (node.args or parts[-1] in ("lower", "strip", "upper")):
                     inner = node.args[0] if node.args else node.func.value if type(node.func) is ast.Attribute else None
                     if inner is not None:
@@ -467,6 +472,7 @@ class _Walk:
         self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
         self.cuda_attrs: frozenset[str] = frozenset()  # "self.x" holding a CUDA check in the enclosing class
+        self.refused: frozenset[str] = frozenset()  # tests under which the enclosing autograd Function's backward raises
         self.scopes: list[ast.AST] = []  # the enclosing function, else the module (`_refines` reads it)
         self.callees: set[int] = set()  # the function nodes of the calls met so far (`handed` leaves them out)
         self.type_only: frozenset[str] = frozenset()  # locals of this function that only list a type test's classes
@@ -762,6 +768,7 @@ class _Walk:
         self.config_class = config_like
         self.attrs = _init_attributes(node)
         saved_cuda, self.cuda_attrs = self.cuda_attrs, _cuda_attributes(node)
+        saved_refused, self.refused = self.refused, backward_refusals(node)
         fx.cuda_optional_lines.extend(_moved_anyway(node))
         # `self.use_kernel = use_kernel` after `use_kernel = default(use_kernel, CHECK)`: the device check, not the option
         self.attrs = {k: v for k, v in self.attrs.items() if k not in self.cuda_attrs}
@@ -774,7 +781,7 @@ class _Walk:
                 have.append(entry)
         self.body(node.body)
         self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members = saved
-        self.cuda_attrs = saved_cuda
+        self.cuda_attrs, self.refused = saved_cuda, saved_refused
 
     def field(self, st: ast.AnnAssign) -> None:
         """A dataclass-like field default: `use_flash: bool = False`, `x: int = field(default=3)`."""
@@ -873,9 +880,11 @@ class _Walk:
             return
         c = _cuda_cond(test, fx.cond(test, self.params), self.cuda_locals)
         config = c != ["?"] and _has_config(c)
-        if asserts_no_grad(node.body):
+        forward_only = bool(self.refused) and self.scope.startswith(f"{self.cls}.forward") and ast.dump(test) in self.refused
+        if asserts_no_grad(node.body) or forward_only or switches_to_eval(node.body):
             # `if store is not None: assert not k.requires_grad`: a branch that runs only without autograd
-            # (a KV-cache decode branch) is not the training step; its else is
+            # (a KV-cache decode branch), `forward`'s branch for a case its backward refuses, and a branch
+            # that opens with `model.eval()` (a sample every N steps) are not the training step; their else is
             c, config = (["and", ["not", ["train"]], c] if config else ["not", ["train"]]), True
         # `if use_triton: kernel(x) else: torch_path(x)`: what the kernel branch calls has a PyTorch path
         # beside it (a fallback, followed across calls by context.py), switch or not.

@@ -4,13 +4,17 @@ evaluation path).
 
 - An op that refuses gradients: a function whose own body raises when an input requires a gradient
   (`if torch.is_grad_enabled() and x.requires_grad: raise ValueError("Gradients not supported.")`,
-  `assert not x.requires_grad`), or an autograd Function whose `backward` does nothing but raise
-  (`raise NotImplementedError("inference-only; use chunk mode for training")`) with a message that
-  says so by design. A backward "not implemented yet" is a to-do of an op meant to train; a backward
-  that raises in one branch only (an unsupported option) still trains, and so does a function that
-  raises when a switch is on and an input needs a gradient (`if use_fused and x.requires_grad`).
+  `assert not x.requires_grad`), or an autograd Function whose `backward` does nothing but raise with
+  a message (`raise NotImplementedError("inference-only")`, `"Backward pass is not implemented. Stay
+  tuned!"`): whatever the intent, no training job can call it today. A bare `raise
+  NotImplementedError` is the abstract-method idiom of a base class, not an op. A backward that
+  raises in one branch only (an unsupported option) still trains, but the branch of `forward` under
+  the same test (`if initial_state is not None:` in both) serves only what cannot train; a function
+  that raises when a switch is on and an input needs a gradient (`if use_fused and x.requires_grad`)
+  still trains.
 - A branch that opens by asserting its tensors need no gradient (`if store is not None: assert
-  not k.requires_grad ...`: a KV-cache decode branch): it runs only without autograd.
+  not k.requires_grad ...`: a KV-cache decode branch): it runs only without autograd; and one that
+  opens by switching the model to evaluation mode (`if i % GENERATE_EVERY == 0: model.eval()`).
 - A driver of a trained model: a class named `*Generator` that is no module (no `forward`) and
   whose `generate` runs under `@torch.no_grad()` (`SAM2AutomaticMaskGenerator`). Data generators
   that feed training neither disable autograd nor go by that pair.
@@ -19,13 +23,10 @@ evaluation path).
 from __future__ import annotations
 
 import ast
-import re
 
 from .vocab import ast_chain as _chain
 
 NO_GRAD_DECORATORS = frozenset({"no_grad", "inference_mode"})
-# What a backward's error says when the op refuses gradients by design (not "not implemented yet").
-BY_DESIGN = re.compile(r"(?i)inference|decod|forward[- ]only|for training|not supported|no backward|not differentiable")
 
 
 def _stmts(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -90,18 +91,38 @@ def refuses_gradients(node: ast.FunctionDef) -> bool:
     return False
 
 
-def backward_only_raises(node: ast.ClassDef) -> bool:
-    """An autograd Function (`class F(torch.autograd.Function)`) whose `backward` only raises."""
+def _backward(node: ast.ClassDef) -> ast.FunctionDef | None:
+    """The `backward` of an autograd Function (`class F(torch.autograd.Function)`), else None."""
     if not any((_chain(b) or [""])[-1] == "Function" for b in node.bases):
-        return False
+        return None
     for st in node.body:
         if type(st) in (ast.FunctionDef, ast.AsyncFunctionDef) and st.name == "backward":
-            body = _stmts(st.body)
-            if len(body) != 1 or type(body[0]) is not ast.Raise or body[0].exc is None:
-                return False
-            said = " ".join(n.value for n in ast.walk(body[0].exc) if type(n) is ast.Constant and type(n.value) is str)
-            return bool(BY_DESIGN.search(said))
-    return False
+            return st
+    return None
+
+
+def _says_why(st: ast.stmt) -> bool:
+    """`raise E("message")`: not the bare `raise NotImplementedError` of an abstract method."""
+    return (type(st) is ast.Raise and type(st.exc) is ast.Call
+            and any(type(n) is ast.Constant and type(n.value) is str for a in st.exc.args for n in ast.walk(a)))
+
+
+def backward_only_raises(node: ast.ClassDef) -> bool:
+    """An autograd Function whose `backward` does nothing but raise, saying why."""
+    back = _backward(node)
+    body = _stmts(back.body) if back is not None else []
+    return len(body) == 1 and _says_why(body[0])
+
+
+def backward_refusals(node: ast.ClassDef) -> frozenset[str]:
+    """The tests under which an autograd Function's `backward` gives up (`if initial_state is not None:
+    raise NotImplementedError(...)` at its top level, nothing else in the branch), as `ast.dump`s:
+    `forward`'s branch under the same test serves only calls that cannot train."""
+    back = _backward(node)
+    if back is None:
+        return frozenset()
+    return frozenset(ast.dump(st.test) for st in _stmts(back.body)
+                     if type(st) is ast.If and not st.orelse and len(_stmts(st.body)) == 1 and _says_why(_stmts(st.body)[0]))
 
 
 def asserts_no_grad(body: list[ast.stmt]) -> bool:
@@ -112,6 +133,20 @@ def asserts_no_grad(body: list[ast.stmt]) -> bool:
         if type(st) is not ast.Assert:
             return False
     return False
+
+
+def switches_to_eval(body: list[ast.stmt]) -> bool:
+    """A branch that opens with `model.eval()` (`if step % sample_every == 0: model.eval(); ...`): it
+    runs the model in evaluation mode. Not one that freezes a part for training (`self.stem.eval()`
+    beside `p.requires_grad = False`)."""
+    stmts = _stmts(body)
+    if not stmts or type(stmts[0]) is not ast.Expr or type(stmts[0].value) is not ast.Call:
+        return False
+    call = stmts[0].value
+    if type(call.func) is not ast.Attribute or call.func.attr != "eval" or call.args or call.keywords:
+        return False
+    return not any((type(n) is ast.Attribute and n.attr == "requires_grad" and type(n.ctx) is ast.Store)
+                   or (type(n) is ast.Attribute and n.attr == "requires_grad_") for st in stmts for n in ast.walk(st))
 
 
 def no_grad(node: ast.FunctionDef) -> bool:
