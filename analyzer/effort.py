@@ -98,8 +98,7 @@ SHARED_CATEGORIES = ("dynamic-shape", "unsupported-op")  # families of fixes on 
 HELPERS = "T-triton-helpers"  # @triton.jit device functions: part of the kernels that call them
 # A check that rejects every device but CUDA: in a kernel wrapper whose port is a task, part of that task.
 CUDA_CHECKS = frozenset({"NR1019"})
-_KERNEL_KINDS = frozenset({"port-extension", "rewrite-kernel", "switch-to-reference", "swap-library",
-                           "rewrite-library", "gate-library", "rewrite-program", "replace-vendored"})
+_GPU_CODE = frozenset({"custom-cuda", "triton", "gpu-library"})  # tasks that port, switch or gate GPU code
 
 MECHANICAL = ("device", "distributed", "precision", "compile", "host-sync", "dependency")
 FAMILY_TITLES = {
@@ -452,7 +451,7 @@ class _Planner:
         nothing more (added after costing); elsewhere it is device plumbing."""
         owner: dict[tuple[str, str], str] = {}
         for d in sorted(self.drafts.values(), key=lambda d: d.id):
-            if d.kind in _KERNEL_KINDS and not all(self.findings[i].fallback for i in d.idx):
+            if d.category in _GPU_CODE and not all(self.findings[i].fallback for i in d.idx):
                 for i in d.idx:
                     owner.setdefault((self.findings[i].path, self.findings[i].scope), d.id)
         for i in idx:
@@ -528,7 +527,8 @@ class _Planner:
             options = sorted({f.details["default_option"] for f in chosen})
             d.kind = "switch-to-reference"
             d.details["options"] = options
-            d.title = (f"Switch the default of {', '.join(f'`{o}`' for o in options)} to its PyTorch value, validate, "
+            whose = "its PyTorch value" if len(options) == 1 else "their PyTorch values"
+            d.title = (f"Switch the default of {', '.join(f'`{o}`' for o in options)} to {whose}, validate, "
                        f"then optimise: {rule.title}")
             return
         # Only imported on the training path (its calls are opt-in or elsewhere): guard the import.

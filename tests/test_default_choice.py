@@ -203,3 +203,26 @@ def test_a_check_inside_a_kernel_wrapper_is_part_of_that_kernels_task(tmp_path):
     owner = [t for t in report.tasks if check in t.findings]
     assert len(owner) == 1 and owner[0].id.startswith("T-triton-")
     assert not any(t.id == "T-device" for t in report.tasks)
+
+
+def test_a_check_on_a_path_only_cuda_takes_is_skipped_on_trainium(tmp_path):
+    model = """\
+        import torch
+
+        def fused(x):
+            assert x.is_cuda, "the fused path is CUDA-only"
+            return x * 2
+
+        class Net(torch.nn.Linear):
+            def __init__(self):
+                super().__init__(4, 4)
+
+            def forward(self, x):
+                y = super().forward(x)
+                if y.is_cuda:
+                    return fused(y)
+                return y * 2
+        """
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model}))
+    check = [f for f in report.findings + report.off_path if f.rule == "NR1019"]
+    assert [(f.line, f.context, f.details.get("feature")) for f in check] == [(4, "opt-in", "cuda")]

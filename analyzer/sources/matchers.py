@@ -373,6 +373,12 @@ class CudaRequired(Matcher):
     def _locals(self) -> set[str]:
         return self.cuda_locals.setdefault(tuple(s.name for s in self.scan.names.scopes), set())
 
+    def report(self, line, node, symbol):
+        from .guards import COMPAT
+
+        if not any(g.kind == COMPAT for g in self.scan.guards.open):  # an older PyTorch's path never runs
+            super().report(line, node, symbol)
+
     def assign(self, target, value, line):
         if type(target) is cst.Name and _cuda_test(value, ()) == "body":
             self._locals().add(target.value)
