@@ -448,15 +448,19 @@ class _Planner:
     def wrapped_checks(self, idx: list[int]) -> None:
         """A CUDA check in a function that calls a kernel or GPU library whose port (or switch) is
         already a task belongs to that task: the port replaces what it protects. Listed there, costed
-        nothing more (added after costing); elsewhere it is device plumbing."""
+        nothing more (added after costing); elsewhere it is device plumbing. A task of fallbacks only
+        takes a check that is a fallback too (both on the GPU path Trainium does not take)."""
         owner: dict[tuple[str, str], str] = {}
+        fallback_owner: dict[tuple[str, str], str] = {}
         for d in sorted(self.drafts.values(), key=lambda d: d.id):
-            if d.category in _GPU_CODE and not all(self.findings[i].fallback for i in d.idx):
+            if d.category in _GPU_CODE:
+                held = fallback_owner if all(self.findings[i].fallback for i in d.idx) else owner
                 for i in d.idx:
-                    owner.setdefault((self.findings[i].path, self.findings[i].scope), d.id)
+                    held.setdefault((self.findings[i].path, self.findings[i].scope), d.id)
         for i in idx:
             f = self.findings[i]
-            tid = owner.get((f.path, f.scope))
+            key = (f.path, f.scope)
+            tid = owner.get(key) or (fallback_owner.get(key) if f.fallback else None)
             if tid is not None:
                 self.checks[i] = tid
             else:

@@ -184,21 +184,24 @@ def test_a_check_that_rejects_every_device_but_cuda_is_a_device_edit(tmp_path):
     assert {report.findings[i].rule for i in device.findings} >= {"NR1019"}
 
 
+# A model whose forward calls cuda_attn.fused (a kernel wrapper the tests write).
+WRAPPED_NET = """\
+    import torch
+    from cuda_attn import fused
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+
+        def forward(self, x):
+            return fused(super().forward(x))
+    """
+
+
 def test_a_check_inside_a_kernel_wrapper_is_part_of_that_kernels_task(tmp_path):
     wrapper = CUDA_ATTN.replace("    def fused(x):\n", "    def fused(x):\n        assert x.is_cuda\n")
     assert wrapper != CUDA_ATTN
-    model = """\
-        import torch
-        from cuda_attn import fused
-
-        class Net(torch.nn.Linear):
-            def __init__(self):
-                super().__init__(4, 4)
-
-            def forward(self, x):
-                return fused(super().forward(x))
-        """
-    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model, "cuda_attn.py": wrapper}))
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": WRAPPED_NET, "cuda_attn.py": wrapper}))
     check = next(i for i, f in enumerate(report.findings) if f.rule == "NR1019")
     owner = [t for t in report.tasks if check in t.findings]
     assert len(owner) == 1 and owner[0].id.startswith("T-triton-")
@@ -226,3 +229,17 @@ def test_a_check_on_a_path_only_cuda_takes_is_skipped_on_trainium(tmp_path):
     report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model}))
     check = [f for f in report.findings + report.off_path if f.rule == "NR1019"]
     assert [(f.line, f.context, f.details.get("feature")) for f in check] == [(4, "opt-in", "cuda")]
+
+
+def test_a_check_in_a_kernel_wrapper_with_a_fallback_is_part_of_that_fallback(tmp_path):
+    """`if not HAS_TRITON: def fused(x): return x * 2` beside the Triton version whose wrapper asserts
+    CUDA: the kernel and its check are one fallback to check, not a device edit."""
+    body = CUDA_ATTN.replace("    def fused(x):\n", "    def fused(x):\n        assert x.is_cuda\n")
+    wrapper = "    from importlib.util import find_spec\n\n    HAS_TRITON = find_spec('triton') is not None\n\n" \
+        "    if not HAS_TRITON:\n        def fused(x):\n            return x * 2\n    else:\n" + \
+        "".join("    " + line if line.strip() else line for line in body.splitlines(True))
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": WRAPPED_NET, "cuda_attn.py": wrapper}))
+    check = next(i for i, f in enumerate(report.findings) if f.rule == "NR1019")
+    assert report.findings[check].fallback
+    owner = [t for t in report.tasks if check in t.findings]
+    assert len(owner) == 1 and owner[0].id.startswith("T-triton-") and owner[0].fallback
