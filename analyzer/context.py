@@ -1744,6 +1744,9 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     runs_only_on(findings)
     chosen_by_option(findings, defaults)
     unused_defaults(findings, defaults)
+    from .default_choice import default_choices  # it reads this module's defaults and regions
+
+    default_choices(findings, info_by, defaults)
     return ctx
 
 

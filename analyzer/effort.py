@@ -96,6 +96,9 @@ SETUP_SCOPE = re.compile(
 )
 SHARED_CATEGORIES = ("dynamic-shape", "unsupported-op")  # families of fixes on one learning curve
 HELPERS = "T-triton-helpers"  # @triton.jit device functions: part of the kernels that call them
+# A check that rejects every device but CUDA: in a kernel wrapper whose port is a task, part of that task.
+CUDA_CHECKS = frozenset({"NR1019"})
+_GPU_CODE = frozenset({"custom-cuda", "triton", "gpu-library"})  # tasks that port, switch or gate GPU code
 
 MECHANICAL = ("device", "distributed", "precision", "compile", "host-sync", "dependency")
 FAMILY_TITLES = {
@@ -292,6 +295,7 @@ class _Planner:
         self.reach = reach
         self.drafts: dict[str, _Draft] = {}
         self.shared: list[tuple[str, Range]] = []  # per-rule variables (dynamic shapes)
+        self.checks: dict[int, str] = {}  # CUDA checks in a kernel wrapper -> its task (listed there, no cost)
 
     def rule(self, f: Finding) -> Rule | None:
         return self.catalog.get(f.rule)
@@ -339,6 +343,7 @@ class _Planner:
         kernels: list[int] = []  # Triton kernels on the learning curve, grouped by op after the loop
         op_tasks: dict[tuple[str, str, str], str] = {}  # (rule, path, function) -> its first op's task
         later: list[int] = []
+        checks: list[int] = []  # CUDA checks (CUDA_CHECKS): a task of their own unless in a kernel wrapper
         build_config: list[int] = []  # CMake CUDA settings outside any extension's build
         loads: list[int] = []  # compiled libraries loaded at run time (torch.ops.load_library)
         for i, f in enumerate(self.findings):
@@ -346,7 +351,9 @@ class _Planner:
             if rule is None:
                 continue
             ext = self.extension_of(f)
-            if ext is not None:
+            if f.rule in CUDA_CHECKS and f.scope:
+                checks.append(i)
+            elif ext is not None:
                 kind, ident = ext
                 if kind == "vendored":
                     self.draft(f"T-vendored-{ident}", f"Replace vendored `{ident}` (compiled by the build)",
@@ -432,10 +439,32 @@ class _Planner:
                 tid = "T-triton"
                 self.draft(tid, FAMILY_TITLES["triton"], "triton", "mechanical")
             self.drafts[tid].idx.append(i)
+        self.wrapped_checks(checks)
         plumbing = self.drafts.get("T-triton")
         if plumbing and all(self.findings[i].snippet.startswith(("import ", "from ")) for i in plumbing.idx):
             # Imported where none of its kernels runs by default: the work is the import guard, not a rewrite.
             plumbing.title = TRITON_GUARD_TITLE
+
+    def wrapped_checks(self, idx: list[int]) -> None:
+        """A CUDA check in a function that calls a kernel or GPU library whose port (or switch) is
+        already a task belongs to that task: the port replaces what it protects. Listed there, costed
+        nothing more (added after costing); elsewhere it is device plumbing. A task of fallbacks only
+        takes a check that is a fallback too (both on the GPU path Trainium does not take)."""
+        owner: dict[tuple[str, str], str] = {}
+        fallback_owner: dict[tuple[str, str], str] = {}
+        for d in sorted(self.drafts.values(), key=lambda d: d.id):
+            if d.category in _GPU_CODE:
+                held = fallback_owner if all(self.findings[i].fallback for i in d.idx) else owner
+                for i in d.idx:
+                    held.setdefault((self.findings[i].path, self.findings[i].scope), d.id)
+        for i in idx:
+            f = self.findings[i]
+            key = (f.path, f.scope)
+            tid = owner.get(key) or (fallback_owner.get(key) if f.fallback else None)
+            if tid is not None:
+                self.checks[i] = tid
+            else:
+                self.draft("T-device", FAMILY_TITLES["device"], "device", "mechanical").idx.append(i)
 
     def triton_ops(self, idx: list[int], triton_kernels: dict[tuple[str, str], str]) -> None:
         """One task per Triton op. A kernel joins the op its name says (op_stem), unless its body is a
@@ -488,18 +517,30 @@ class _Planner:
         """Swap (a Neuron equivalent exists: the catalog's swap numbers), rewrite, or gate. A library a
         project uses only inside functions or behind a guard, or any library a library project uses,
         is an optional integration (unless a module the package always imports imports it): on Trainium it
-        is switched off, not ported."""
+        is switched off, not ported; one the default configuration selects is not optional: a switch to
+        the setting's PyTorch value when it has one, else a swap or rewrite."""
         rule = self.catalog.get(self.findings[d.idx[0]].rule)
         hard = any(not self.findings[i].scope and not self.findings[i].fallback for i in d.idx)
         if all(self.findings[i].fallback for i in d.idx):
             d.kind = "gate-library"  # titled "Check the fallback: ..."
+            return
+        # Selected by the default configuration (default_choice.py): the job calls it, whatever guards
+        # its import; with a value of the same setting that needs no GPU code, the port is that switch.
+        chosen = [self.findings[i] for i in d.idx if self.findings[i].details.get("default_option")]
+        if chosen and not self.keep and all(f.details.get("default_alternative") for f in chosen):
+            options = sorted({f.details["default_option"] for f in chosen})
+            d.kind = "switch-to-reference"
+            d.details["options"] = options
+            whose = "its PyTorch value" if len(options) == 1 else "their PyTorch values"
+            d.title = (f"Switch the default of {', '.join(f'`{o}`' for o in options)} to {whose}, validate, "
+                       f"then optimise: {rule.title}")
             return
         # Only imported on the training path (its calls are opt-in or elsewhere): guard the import.
         imports_only = all(self.findings[i].snippet.startswith(("import ", "from ")) for i in d.idx)
         # A library's optional integration, unless a module the package always imports imports it.
         optional = self.reach is not None and self.reach.mode == "library" and not any(
             self.findings[i].details.get("core_import") for i in d.idx)
-        if not self.keep and (optional or not hard or imports_only):
+        if not self.keep and not chosen and (optional or not hard or imports_only):
             d.kind, verb = "gate-library", "Gate the optional integration"
         elif rule.effort.likely <= SWAP_LIMIT:
             d.kind, verb = "swap-library", "Swap"
@@ -560,6 +601,10 @@ class _Planner:
                 d.cost = self.triton_cost(d)
             elif d.id.startswith("T-switch-"):
                 d.cost = self.switch_cost(d)
+            elif d.category == "gpu-library" and d.kind == "switch-to-reference":
+                # one switch per setting the default must change, its validation shared as sites are
+                d.cost = _scale(REFERENCE_SWITCH, growth(len(d.details["options"]), RATE_SITES))
+                d.details.update(sites=len(d.idx), files=len({self.findings[i].path for i in d.idx}))
             elif d.id.startswith("T-kernel-") and not all(self.findings[i].fallback for i in d.idx):
                 # an inline or other-DSL kernel (CuPy, Numba, tilelang, ...): one unit on its rule's curve
                 self.units[d.id] = (self.findings[d.idx[0]].rule, sum(weight(self.findings[i]) for i in d.idx))
@@ -575,6 +620,9 @@ class _Planner:
         for ds in dynamic.values():
             self.shared_cost(ds)
         self.kernel_family()
+        for i, tid in sorted(self.checks.items()):
+            self.drafts[tid].idx.append(i)
+            self.drafts[tid].idx.sort()
 
     def kernel_family(self) -> None:
         """Kernel units of one unit rule (CUDA kernels, Triton kernels) walk one learning curve: the

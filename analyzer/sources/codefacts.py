@@ -32,6 +32,8 @@ is a plain JSON-able record cached with the file's result:
   warm-up, `f = torch.compile(f)`, a value set before refined, the rest of `__init__` after
   `if not torch.cuda.is_available(): return`): skipped on Trainium with nothing lost (`_refines`);
   `cuda_optional_lines`, a CUDA move the class undoes before use anyway (`_moved_anyway`).
+- `gives_up`: branches of a test on a setting that only raise, assert or exit (`else: raise
+  ValueError(...)`): no value of the setting runs there (default_choice.py).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
   classes: [name, value, line].
@@ -206,6 +208,7 @@ class _Facts:
         self.lambdas: dict[str, list[list[int]]] = {}  # construction and checkpoint functions: lambda line spans
         self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
         self.cuda_optional: list[int] = []  # CUDA-only regions nothing after them needs (`_refines`)
+        self.gives_up: list[int] = []  # branches of a setting's test that only raise, assert or exit
         self.cuda_optional_lines: list[list[int]] = []  # [first, last] line of a CUDA move undone anyway (`_moved_anyway`)
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
@@ -403,6 +406,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("handed", sorted(fx.handed)),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
                        ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
+                       ("gives_up", fx.gives_up),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
                        ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas)):
         if value:
@@ -908,6 +912,8 @@ class _Walk:
         # reads a local, yet the branch is skipped on Trainium all the same)
         fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda_only == "body"])
         self.region = body = len(fx.regions) - 1
+        if config and _gives_up(node.body):
+            fx.gives_up.append(body)
         if cuda_only == "body" and _refines(node.body, self.scopes[-1], node.lineno, body_end, node.orelse):
             fx.cuda_optional.append(body)
         self.body(node.body)
@@ -917,6 +923,8 @@ class _Walk:
             end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
             fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else", cuda_only == "else"])
             self.region = other = len(fx.regions) - 1
+            if config and _gives_up(node.orelse):
+                fx.gives_up.append(other)
             self.body(node.orelse)
             # the branch that runs off CUDA computes a result itself (cuda_only: it does not give up)
             if cuda_only and _computes(node.orelse if cuda_only == "body" else node.body):

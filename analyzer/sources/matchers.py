@@ -18,6 +18,8 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import libcst as cst
+
 from . import vocab
 from .configvalues import MATCHER as CONFIG_PRECISION
 from .valuefacts import _CREATE_METHODS, CUDA_DEVICE, DATA_PARALLEL
@@ -92,6 +94,9 @@ class Matcher:
 
     def assertion(self, node: Any, line: int) -> None:
         """An `assert` statement."""
+
+    def branch(self, node: Any, line: int) -> None:
+        """An `if` statement (or an `elif`), with its branches."""
 
     def backward(self, node: Any, line: int) -> None:
         """A backward() call, before the scanner marks the enclosing scope as training."""
@@ -349,6 +354,81 @@ class DeviceString(Matcher):
         if not any((p := vocab.ast_chain(tg)) and "device" in p[-1].lower() for tg in targets):
             return False
         return vocab.fullmatch_may(_DEVICE_CUDA, vocab.ast_shapes(node.value)) and screen.any_may(entries)
+
+
+class CudaRequired(Matcher):
+    """`if not x.is_cuda: raise ...`, `assert q.device.type == "cuda"`, `if not ok: raise` with `ok`
+    set from a CUDA check in the function: a check that rejects every device but CUDA. The test is
+    codefacts' `cuda_check` (one definition of a CUDA test for the scanner and the reachability);
+    `torch.cuda.is_available()` alone is left to NR1005 and NCCL tests to the distributed rules."""
+
+    name = "cuda_required"
+    triggers = ("cuda",)
+    screen_nodes = (ast.If, ast.Assert)
+
+    def __init__(self, scan, entries) -> None:
+        super().__init__(scan, entries)
+        self.cuda_locals: dict[tuple, set[str]] = {}  # per function: names set from a CUDA check
+
+    def _locals(self) -> set[str]:
+        return self.cuda_locals.setdefault(tuple(s.name for s in self.scan.names.scopes), set())
+
+    def report(self, line, node, symbol):
+        from .guards import COMPAT
+
+        if not any(g.kind == COMPAT for g in self.scan.guards.open):  # an older PyTorch's path never runs
+            super().report(line, node, symbol)
+
+    def assign(self, target, value, line):
+        if type(target) is cst.Name and _cuda_test(value, ()) == "body":
+            self._locals().add(target.value)
+
+    def branch(self, node, line):
+        from .guards import raises  # guards and codefacts read pyindex, which reads this module
+
+        side = _cuda_test(node.test, self._locals())
+        if side is None:
+            return
+        # the branch that runs off CUDA (the body of `if not x.is_cuda:`, the else of `if x.is_cuda:`)
+        off = node.body if side == "else" else node.orelse.body if type(node.orelse) is cst.Else else None
+        if off is not None and raises(off):
+            self.report(line, node.test, vocab.short_code(node.test))
+
+    def assertion(self, node, line):
+        if _cuda_test(node.test, ()) == "body":
+            self.report(line, node.test, f"assert {vocab.short_code(node.test)}")
+
+    @staticmethod
+    def may(screen, node, entries):
+        from .codefacts import _gives_up, cuda_check
+
+        if type(node) is ast.Assert:
+            ok = cuda_check(node.test) == "body" and _names_a_device(node.test)
+        else:
+            ok = _gives_up(node.body) or _gives_up(node.orelse)
+        return ok and screen.any_may(entries)
+
+
+def _names_a_device(test: ast.AST) -> bool:
+    """A CUDA test on a tensor or device (`.is_cuda`, a value compared with "cuda"), not only
+    `torch.cuda.is_available()` (NR1005) or an NCCL backend (the distributed rules)."""
+    return any((type(n) is ast.Attribute and n.attr == "is_cuda")
+               or (type(n) is ast.Constant and type(n.value) is str and re.fullmatch(_DEVICE_CUDA, n.value))
+               for n in ast.walk(test))
+
+
+def _cuda_test(expr, cuda_locals) -> str | None:
+    """codefacts.cuda_check on a libcst expression: "body", "else" or None."""
+    from .codefacts import cuda_check
+
+    try:
+        tree = ast.parse(cst.Module([]).code_for_node(expr).strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    names = {n.id for n in ast.walk(tree) if type(n) is ast.Name}
+    if not (_names_a_device(tree) or names & set(cuda_locals)):
+        return None
+    return cuda_check(tree, cuda_locals)
 
 
 # ---------------------------------------------------------------------------------- values that travel
@@ -770,6 +850,6 @@ MATCHERS: dict[str, type[Matcher]] = {
     m.name: m for m in (
         BoolMaskIndex, TensorControlFlow, TritonLaunch, XlaStepWithoutMarkStep, DeviceString,
         CudaDeviceArg, BackendSetting, ArgparseCudaDefault, NumpyFloat64, BatchMaxPad, HostRead, Int64Lossy,
-        ConfigPrecision,
+        ConfigPrecision, CudaRequired,
     )
 }

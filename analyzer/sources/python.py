@@ -78,7 +78,7 @@ NOOP_OFF_CUDA = frozenset({
 _KEYS_CALLS = frozenset({"dict", "builtins.dict"})
 _PARTIAL_CALLS = frozenset({"functools.partial", "functools.partialmethod"})
 # The matcher events the scanner calls, each only on the matchers that override it.
-_EVENTS = ("subscript", "test", "assign", "call", "assertion", "backward", "function", "binary", "finish")
+_EVENTS = ("subscript", "test", "assign", "call", "assertion", "branch", "backward", "function", "binary", "finish")
 
 
 @dataclass(slots=True)
@@ -196,6 +196,9 @@ class PythonScanner(Walker):
     def enter_if(self, node: cst.If, line: int) -> None:
         self.guards.enter_if(node)
         self.test(node.test, line)
+        if not self.quiet:
+            for check in self.on["branch"]:
+                check(node, line)
         self.probes.push(ProbeSites.IF, node)
 
     def leave_if(self, node: cst.If, line: int) -> None:
