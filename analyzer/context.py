@@ -39,10 +39,9 @@ from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import KEY_PATH, MAIN, regions_out
 from .sources.setup_code import checkpoint_writes
+from .sources.vocab import HOST_CATEGORIES
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
-# Categories that are not device concerns when the code runs on the host.
-HOST_CATEGORIES = frozenset({"dynamic-shape", "host-sync", "unsupported-op", "precision"})
 # Rules whose edit the port needs wherever the line runs, once or not: FP16 and AMP settings decide how
 # the step computes (a GradScaler built in `__init__` scales every step's loss, `.half()` there makes
 # the step FP16), and `torch.save` of device state becomes `xm.save` on the XLA path.
@@ -1605,6 +1604,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])},
                           set(info_by))
     runs_only_on(findings)
+    on_host_values(findings)
     chosen_by_option(findings, defaults)
     unused_defaults(findings, defaults)
     return ctx
@@ -1828,6 +1828,18 @@ def runs_only_on(findings: list[Finding]) -> None:
             f.context, f.gate = "opt-in", f"only on {where}"
             f.details["feature"] = f.details.get("only_on_feature") or "condition"
             f.details["context_reason"] = f"runs only on {where}"
+
+
+def on_host_values(findings: list[Finding]) -> None:
+    """A dynamic shape, host read, unsupported op or float64 on a value the scanner saw on the CPU
+    (python.py `host_value`: `.cpu()`, `.numpy()`, a NumPy array, a torch factory given no device,
+    `device="cpu"`) runs on the host, wherever its line is: host-side, not costed. What moved it
+    there (`x.cpu()` in `forward`) reads a device tensor and keeps its own finding."""
+    for f in findings:
+        where = f.details.get("host_value")
+        if where and f.context == "step" and f.category in HOST_CATEGORIES:
+            f.context = "host"
+            f.details["context_reason"] = f"operates on a value on the CPU (`{where}`), not on the device"
 
 
 def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
