@@ -704,6 +704,7 @@ class Graph:
         self._imports: dict[tuple[str, str], list[str]] = {}
         self._table_keys: dict[str, tuple[object, str]] | None = None
         self._modules: dict[str, bool] = {}
+        self._optimizers: dict[str, bool] = {}
         self._setup_calls: dict[str, frozenset] = {}
         self._by_name: dict[str, list] | None = None
         defaults.attach(self)
@@ -792,30 +793,39 @@ class Graph:
             return ""
         if "checkpoint" in d[3]:
             return "checkpoint"
-        if "construct" in d[3] and self.module_class(node.rpartition(".")[0]):
+        owner = node.rpartition(".")[0]
+        if "construct" in d[3] and (self.module_class(owner) or self.optimizer_class(owner)):
             return "construction"
         return ""
 
-    def module_class(self, node: str, depth: int = 0) -> bool:
+    def module_class(self, node: str) -> bool:
         """The class is a torch module: a base named `Module`, `*Module` (`nn.Module`, `LightningModule`)
         or `PreTrainedModel`, directly or through the project's own classes."""
-        hit = self._modules.get(node)
+        return self._derives(node, lambda last: last.endswith("Module") or last in ("PreTrainedModel", "ModelMixin"),
+                             self._modules)
+
+    def optimizer_class(self, node: str) -> bool:
+        """The class is an optimizer (`torch.optim.Optimizer`, `*Optimizer`), directly or through the
+        project's own classes: built once before training; its `step` runs in the step."""
+        return self._derives(node, lambda last: last.endswith("Optimizer"), self._optimizers)
+
+    def _derives(self, node: str, named, cache: dict[str, bool], depth: int = 0) -> bool:
+        hit = cache.get(node)
         if hit is not None:
             return hit
         d = self.def_of(node)
         out = False
         if d is not None and d[2] == "c" and depth < 8:
-            self._modules[node] = False  # a cycle of bases is no module
+            cache[node] = False  # a cycle of bases is no such class
             rel = node.partition("::")[0]
             for base in d[4]:
-                last = base[2:].rsplit(".", 1)[-1]
-                if last.endswith("Module") or last in ("PreTrainedModel", "ModelMixin"):
+                if named(base[2:].rsplit(".", 1)[-1]):
                     out = True
                 elif base.startswith(("q:", "l:")):
-                    out = any(self.module_class(t, depth + 1) for t in self.resolve(rel, base))
+                    out = any(self._derives(t, named, cache, depth + 1) for t in self.resolve(rel, base))
                 if out:
                     break
-        self._modules[node] = out
+        cache[node] = out
         return out
 
     def setup_calls(self, node: str) -> frozenset:
@@ -1154,9 +1164,13 @@ def setup_reason(node: str, line: int, graph: Graph, ctx: Context) -> str:
         while via is not None and not graph.setup_node(via) and seen < 12:
             via, seen = ctx.parents.get(via), seen + 1
         caller = f" (`{via.rpartition('::')[2]}`)" if via is not None and graph.setup_node(via) else ""
+        if caller and graph.optimizer_class(via.rpartition(".")[0]):
+            return f"called only when the optimizer is built{caller}: runs once on the host, before training"
         return (f"called only by model construction or checkpoint code{caller}: runs once on the host, "
                 "not in the step")
     name = node.rpartition("::")[2]
+    if kind == "construction" and graph.optimizer_class(node.rpartition(".")[0]):
+        return f"runs once when the optimizer is built (`{name}`), on the host before training"
     if kind == "construction":
         return f"runs once when the module is built (`{name}`), on the host before it moves to the device"
     if kind == "checkpoint":
