@@ -783,6 +783,8 @@ class Graph:
             return EVAL
         if "host" in markers or name in self.host_names:
             return HOST
+        if host_path(node.partition("::")[0]):
+            return HOST  # a function of the data pipeline by its place (`data/`, `transforms/`): what only it calls is host-side too
         return STEP
 
     def setup_node(self, node: str) -> str:

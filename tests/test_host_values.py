@@ -124,3 +124,51 @@ def test_a_resize_of_a_legacy_cpu_tensor_is_host_side(tmp_path):
     """)
     assert got[("NR1607", line_of(lines, "return F.interpolate"))] == "host"  # torch.Tensor(...) is on the CPU
     assert got[("NR1607", line_of(lines, "y = F.interpolate"))] == "step"  # the same resize of a device tensor
+
+
+def _pipeline(tmp_path, forward: str):
+    tree(tmp_path, {
+        "train.py": """\
+            import torch
+            from data.graph import subgraph
+            from model import Net
+
+            def main():
+                net = Net().cuda()
+                opt = torch.optim.SGD(net.parameters(), lr=0.1)
+                g = subgraph(torch.randn(8, 4), torch.rand(8) > 0.5)
+                for _ in range(10):
+                    net(g.cuda()).sum().backward()
+                    opt.step()
+
+            if __name__ == "__main__":
+                main()
+        """,
+        "data/__init__.py": "",
+        "data/graph.py": """\
+            from utils import keep_rows
+
+            def subgraph(x, mask):
+                return keep_rows(x, mask)
+        """,
+        "utils.py": """\
+            import torch
+
+            def keep_rows(x, mask):
+                return x[mask.nonzero()[:, 0]]
+        """,
+        "model.py": "import torch\nfrom torch import nn\nfrom utils import keep_rows\n" + NET
+                    + textwrap.indent(textwrap.dedent(forward), " " * 8),
+    })
+    report = run_scan(Settings(root=tmp_path, cache=False)).report
+    return {(f.path, f.rule): f.context for f in report.findings + report.off_path}
+
+
+def test_what_only_the_data_pipeline_calls_is_host_side(tmp_path):
+    got = _pipeline(tmp_path, "return self.lin(x)\n")
+    assert got[("utils.py", "NR1501")] == "host"  # called only by data/graph.py's subgraph
+
+
+def test_a_helper_the_step_also_calls_stays_must_port(tmp_path):
+    got = _pipeline(tmp_path, "return self.lin(keep_rows(x, x[:, 0] > 0))\n")
+    assert got[("utils.py", "NR1501")] == "step"  # forward calls it too
