@@ -40,10 +40,9 @@ from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import KEY_PATH, MAIN, regions_out
 from .sources.setup_code import checkpoint_writes
+from .sources.vocab import HOST_CATEGORIES
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
-# Categories that are not device concerns when the code runs on the host.
-HOST_CATEGORIES = frozenset({"dynamic-shape", "host-sync", "unsupported-op", "precision"})
 # Rules whose edit the port needs wherever the line runs, once or not: FP16 and AMP settings decide how
 # the step computes (a GradScaler built in `__init__` scales every step's loss, `.half()` there makes
 # the step FP16), and `torch.save` of device state becomes `xm.save` on the XLA path.
@@ -792,6 +791,11 @@ def line_gate(code: dict, line: int, rel: str, defaults: Defaults) -> Gate | Non
 # ------------------------------------------------------------------------------------------ graph
 
 
+def _named(test):
+    """A class's own bases tested by their last dotted name (`nn.Module` -> `Module`)."""
+    return lambda d: any(test(b[2:].rsplit(".", 1)[-1]) for b in d[4])
+
+
 class Graph:
     """Function-level nodes (`rel::scope`, "" for a module's own code) and their labelled edges,
     resolved lazily while the labels propagate."""
@@ -818,6 +822,7 @@ class Graph:
         self._table_keys: dict[str, tuple[object, str]] | None = None
         self._modules: dict[str, bool] = {}
         self._framework: dict[str, bool] = {}
+        self._optimizers: dict[str, bool] = {}
         self._setup_calls: dict[str, frozenset] = {}
         self._by_name: dict[str, list] | None = None
         defaults.attach(self)
@@ -899,6 +904,8 @@ class Graph:
             return EVAL  # a profiler's or benchmark's functions, and what only they call
         if "host" in markers or name in self.host_names:
             return HOST
+        if host_path(node.partition("::")[0]):
+            return HOST  # a function of the data pipeline by its place (`data/`, `transforms/`): what only it calls is host-side too
         return STEP
 
     def setup_node(self, node: str) -> str:
@@ -909,16 +916,21 @@ class Graph:
             return ""
         if "checkpoint" in d[3]:
             return "checkpoint"
-        if "construct" in d[3] and self.module_class(node.rpartition(".")[0]):
+        owner = node.rpartition(".")[0]
+        if "construct" in d[3] and (self.module_class(owner) or self.optimizer_class(owner)):
             return "construction"
         return ""
 
     def module_class(self, node: str) -> bool:
         """The class is a torch module: a base named `Module`, `*Module` (`nn.Module`, `LightningModule`)
         or `PreTrainedModel`, directly or through the project's own classes."""
-        return self._derives(node, self._modules, lambda d: any(
-            (last := b[2:].rsplit(".", 1)[-1]).endswith("Module") or last in ("PreTrainedModel", "ModelMixin")
-            for b in d[4]))
+        return self._derives(node, self._modules, _named(
+            lambda last: last.endswith("Module") or last in ("PreTrainedModel", "ModelMixin")))
+
+    def optimizer_class(self, node: str) -> bool:
+        """The class is an optimizer (`torch.optim.Optimizer`, `*Optimizer`), directly or through the
+        project's own classes: built once before training; its `step` runs in the step."""
+        return self._derives(node, self._optimizers, _named(lambda last: last.endswith("Optimizer")))
 
     def framework_class(self, node: str) -> bool:
         """The class derives from a library class (`nn.Module`, `LightningModule`, `Trainer`), directly
@@ -1281,9 +1293,13 @@ def setup_reason(node: str, line: int, graph: Graph, ctx: Context) -> str:
         while via is not None and not graph.setup_node(via) and seen < 12:
             via, seen = ctx.parents.get(via), seen + 1
         caller = f" (`{via.rpartition('::')[2]}`)" if via is not None and graph.setup_node(via) else ""
+        if caller and graph.optimizer_class(via.rpartition(".")[0]):
+            return f"called only when the optimizer is built{caller}: runs once on the host, before training"
         return (f"called only by model construction or checkpoint code{caller}: runs once on the host, "
                 "not in the step")
     name = node.rpartition("::")[2]
+    if kind == "construction" and graph.optimizer_class(node.rpartition(".")[0]):
+        return f"runs once when the optimizer is built (`{name}`), on the host before training"
     if kind == "construction":
         return f"runs once when the module is built (`{name}`), on the host before it moves to the device"
     if kind == "checkpoint":
@@ -1742,6 +1758,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])},
                           set(info_by))
     runs_only_on(findings)
+    on_host_values(findings)
     chosen_by_option(findings, defaults)
     unused_defaults(findings, defaults)
     from .default_choice import default_choices  # it reads this module's defaults and regions
@@ -1968,6 +1985,18 @@ def runs_only_on(findings: list[Finding]) -> None:
             f.context, f.gate = "opt-in", f"only on {where}"
             f.details["feature"] = f.details.get("only_on_feature") or "condition"
             f.details["context_reason"] = f"runs only on {where}"
+
+
+def on_host_values(findings: list[Finding]) -> None:
+    """A dynamic shape, host read, unsupported op or float64 on a value the scanner saw on the CPU
+    (python.py `host_value`: `.cpu()`, `.numpy()`, a NumPy array, a torch factory given no device,
+    `device="cpu"`) runs on the host, wherever its line is: host-side, not costed. What moved it
+    there (`x.cpu()` in `forward`) reads a device tensor and keeps its own finding."""
+    for f in findings:
+        where = f.details.get("host_value")
+        if where and f.context == "step" and f.category in HOST_CATEGORIES:
+            f.context = "host"
+            f.details["context_reason"] = f"operates on a value on the CPU (`{where}`), not on the device"
 
 
 def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:

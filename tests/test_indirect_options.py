@@ -230,7 +230,7 @@ HELPER = {
 
         class MaskedTrainer:
             def __init__(self):
-                self.idx = torch.nonzero(torch.ones(3))
+                self.idx = torch.nonzero(self.scores)
     """,
     "train.py": """\
         import torch

@@ -245,3 +245,49 @@ def test_objects_and_precision_settings_built_once_still_govern_the_step(tmp_pat
                                          ("convert_weights_to_fp16", False), ("load", False)])
 def test_fp16_is_a_files_format_only_where_a_checkpoint_is_written(name, writes):
     assert checkpoint_writes(name) is writes
+
+
+def test_what_an_optimizer_plans_when_it_is_built_is_host_side(tmp_path):
+    root = tree(tmp_path, {
+        "train.py": """\
+            import torch
+            from opt import Sharded
+
+            def main():
+                net = torch.nn.Linear(8, 8).cuda()
+                opt = Sharded(net.parameters(), ranks=torch.arange(4).view(2, 2))
+                for _ in range(10):
+                    net(torch.zeros(8).cuda()).sum().backward()
+                    opt.step()
+
+            if __name__ == "__main__":
+                main()
+        """,
+        "opt.py": """\
+            import torch
+
+            def plan(ranks, rank):
+                return (ranks == rank).nonzero()
+
+            class Base(torch.optim.Optimizer):
+                pass
+
+            class Sharded(Base):
+                def __init__(self, params, ranks):
+                    super().__init__(params, {"lr": 0.1})
+                    self.where = plan(ranks, 0)
+
+                @torch.no_grad()
+                def step(self):
+                    for group in self.param_groups:
+                        for p in group["params"]:
+                            keep = p.grad.nonzero()
+                            p.add_(p.grad[p.grad > 0].mean() * -0.1)
+        """,
+    })
+    f = found(scan(root))
+    assert f[("plan", "NR1501")].context == "host"  # planned once, when the optimizer is built
+    assert "the optimizer is built (`Sharded.__init__`)" in f[("plan", "NR1501")].details["context_reason"]
+    # what the optimizer does every step stays in the step
+    assert f[("Sharded.step", "NR1501")].context == "step"
+    assert f[("Sharded.step", "NR1504")].context == "step"

@@ -28,6 +28,7 @@ from .pyindex import PyIndex, callee_in
 from .scopes import Binding, Names, Scope
 from .values import ValueTracker
 from .vocab import (
+    HOST_CATEGORIES,
     IMPORT_CALLS,
     OPTIMIZER_RECEIVER,
     TRAIN_NAME,
@@ -249,6 +250,10 @@ class PythonScanner(Walker):
         chosen = self.values.chosen_by(node) if rule.category == "precision" else None
         if chosen is not None:
             details = {**(details or {}), "chosen_by": chosen[0], "chosen_when": chosen[1]}
+        if rule.category in HOST_CATEGORIES:
+            host = self.values.on_host(node, clause.kind)
+            if host is not None:  # `x.cpu().nonzero()`: a shape or a read on the CPU (context.py `on_host_values`)
+                details = {**(details or {}), "host_value": host}
         owner = None
         fallback = False
         # A device call under `if torch.cuda.is_available(): ... else: ...` has a path for other devices.

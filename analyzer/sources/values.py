@@ -44,6 +44,22 @@ _NUMPY_FLOAT64 = frozenset({
     "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform", "numpy.random.normal",
 })
 _FLOAT_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float16", "torch.half", "torch.bfloat16"})
+_OTHER_DTYPES = frozenset({"torch.float64", "torch.double", "torch.long", "torch.int64", "torch.int", "torch.int32",
+                           "torch.int16", "torch.int8", "torch.uint8", "torch.bool"})
+# Where a torch call's result lives when no `device=` is given (on_host): always the CPU; the CPU
+# for data that is no tensor (`torch.tensor([1, 2])`, not `torch.tensor(x)`); the CPU for sizes.
+# The legacy typed constructors (`torch.Tensor(x)`, `torch.LongTensor(x)`) build CPU tensors only.
+_CPU_RESULTS = frozenset({"torch.from_numpy", "torch.get_rng_state", "torch.random.get_rng_state", "torch.Tensor",
+                          "torch.FloatTensor", "torch.DoubleTensor", "torch.HalfTensor", "torch.LongTensor",
+                          "torch.IntTensor", "torch.ShortTensor", "torch.ByteTensor", "torch.CharTensor",
+                          "torch.BoolTensor"})
+_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+_SIZE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.arange", "torch.range",
+                             "torch.linspace", "torch.logspace", "torch.eye", "torch.rand", "torch.randn",
+                             "torch.randint", "torch.randperm"})
+_NUMBER_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.len", "builtins.round", "math.ceil", "math.floor"})
+# Tensor methods whose result lives elsewhere than their receiver.
+_MOVES = frozenset({"cuda", "type_as", "xpu", "mps"})
 OPTION, COMPLEX = "option", "complex"  # branches some runs take (ValueTracker.enter_if)
 _KEY_NAME = re.compile(r"(?i)(_key|_name|_type|_id|_kind|_str|keys?|names?)$")
 
@@ -452,6 +468,148 @@ class ValueTracker:
                 return follow and self.travels(expr, lambda v: self.host_value(v, follow=False))
             else:
                 return False
+
+    def on_host(self, node: cst.CSTNode, kind: str) -> str | None:
+        """The code that puts a hit's operand on the CPU, or None: what a method is called on
+        (`x.nonzero()`), a torch function's first argument (`torch.argsort(x)`), what a boolean mask
+        indexes (`x[mask]`). context.py lists a dynamic shape or host read on it as host-side."""
+        subject = None
+        if type(node) is cst.Subscript:
+            subject = node.value
+        elif type(node) is cst.Call and kind == "method" and type(node.func) is cst.Attribute:
+            subject = node.func.value
+        elif type(node) is cst.Call and kind == "call" and node.args and node.args[0].keyword is None \
+                and not node.args[0].star:
+            subject = node.args[0].value
+        return self.cpu_origin(subject) if subject is not None else None
+
+    def cpu_origin(self, expr: cst.CSTNode, follow: bool = True) -> str | None:
+        """The code that makes `expr` a value on the CPU, or None when it may be on the device: a
+        NumPy or pandas value; `.cpu()`, `.numpy()`, `.to("cpu")` (a dtype-only `.to`, a view, an
+        element or a tensor method keeps the device); a call given `device="cpu"`; `torch.from_numpy`;
+        a torch factory given no device (`torch.randn(n)`, `torch.tensor([1, 2])`, not
+        `torch.tensor(x)`, which keeps x's device); a comparison or arithmetic on one; a name every
+        assignment so far gave one (one step)."""
+        if self.host_value(expr, follow=False):
+            return short_code(expr)
+        while True:
+            t = type(expr)
+            if t is cst.Subscript:
+                expr = expr.value
+            elif t in (cst.Comparison, cst.BinaryOperation):
+                # on the CPU when every operand is on the CPU or a Python number: a CPU scalar tensor
+                # with a device tensor (`torch.tensor(2.0) * x`) computes on the device
+                operands = [expr.left, expr.right] if t is cst.BinaryOperation else \
+                    [expr.left, *(c.comparator for c in expr.comparisons)]
+                origins = [None if self.python_number(o) else self.cpu_origin(o, follow) for o in operands]
+                if any(o is None and not self.python_number(operands[i]) for i, o in enumerate(origins)):
+                    return None
+                return next((o for o in origins if o), None)
+            elif t is cst.UnaryOperation:
+                expr = expr.expression
+            elif t in (cst.Name, cst.Attribute) and key_of(expr) is not None:
+                values = self.lookup(key_of(expr))
+                if not values and t is cst.Attribute:
+                    expr = expr.value  # `x.T`, `x.grad`: where x is
+                    continue
+                if not follow or self.busy or not values or any(v is None for v in values):
+                    return None  # a parameter, a loop variable, an unpacked value: unknown
+                self.busy = True
+                try:
+                    origins = [self.cpu_origin(v, follow=False) for v in values]
+                finally:
+                    self.busy = False
+                return f"{key_of(expr)} = {origins[-1]}" if all(origins) else None
+            elif t is cst.Attribute:
+                expr = expr.value  # `x.T`, `x.grad`: where x is
+            elif t is cst.Call:
+                verdict = self._call_place(expr)
+                if verdict is None:
+                    return None
+                if verdict is True:
+                    return short_code(expr)
+                expr = verdict
+            else:
+                return None
+
+    def _call_place(self, call: cst.Call) -> cst.CSTNode | bool | None:
+        """Where a call's result lives: True on the CPU, None unknown or the device, else the node
+        whose place it keeps (a tensor method's receiver, a torch op's first argument)."""
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "device":
+                return True if self.names_cpu(a.value) else None
+            if a.star == "**":
+                return None  # a device may travel in `**factory_kwargs`
+        func = call.func
+        q = self.s.resolve(func)[0] if type(func) in (cst.Name, cst.Attribute) else None
+        if q is not None and q.startswith("torch."):
+            if q in _CPU_RESULTS:
+                return True
+            if q in _DATA_FACTORIES:
+                data = call.args[0].value if call.args and call.args[0].keyword is None else None
+                return True if data is not None and self._python_data(data) else None
+            if q in _SIZE_FACTORIES:
+                return True
+            if q.startswith(NOT_TENSOR_CALLS) or not call.args or call.args[0].keyword is not None:
+                return None
+            return call.args[0].value  # `torch.sort(x)`: on x's device
+        if type(func) is not cst.Attribute or q is not None:
+            return None  # a project or library function: its result may live anywhere
+        method = func.attr.value
+        if method in ("cpu", "numpy"):
+            return True
+        if method == "to":
+            if any(self.names_cpu(a.value) for a in call.args):
+                return True
+            keeps = all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy", "memory_format")
+                        or self.names_dtype(a.value) for a in call.args)
+            return func.value if keeps else None  # `.to(device)`, `.to(other)`: moved
+        if method in _MOVES:
+            return None
+        return func.value  # a tensor method keeps its tensor's device
+
+    def names_cpu(self, value: cst.CSTNode) -> bool:
+        """`"cpu"`, `torch.device("cpu")`, a name given one of them: the CPU for sure (an
+        `"cuda" if ok else "cpu"` may be the device)."""
+        if literal_value(value) == "cpu":
+            return True
+        if type(value) is cst.Call and value.args and type(value.func) in (cst.Name, cst.Attribute):
+            return self.s.resolve(value.func)[0] == "torch.device" and literal_value(value.args[0].value) == "cpu"
+        return type(value) is cst.Name and self.travels(value, lambda v: self.names_cpu(v))
+
+    def python_number(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+        """A number on the host: a literal, `int(...)`, `len(...)`, `x.item()`, a size (`x.size(0)`,
+        `x.shape[1]`, `x.numel()`), arithmetic on them, a name given one (one step)."""
+        t = type(expr)
+        if t in (cst.Integer, cst.Float):
+            return True
+        if t is cst.UnaryOperation:
+            return self.python_number(expr.expression, depth)
+        if t is cst.BinaryOperation:
+            return self.python_number(expr.left, depth) and self.python_number(expr.right, depth)
+        if t is cst.Subscript and type(expr.value) is cst.Attribute and expr.value.attr.value == "shape":
+            return True
+        if t is cst.Call and type(expr.func) is cst.Name:
+            return self.s.resolve(expr.func)[0] in _NUMBER_CALLS
+        if t is cst.Call and type(expr.func) is cst.Attribute:
+            return expr.func.attr.value in ("item", "size", "numel", "dim")
+        if t is cst.Name and depth == 0:
+            values = self.lookup(expr.value)
+            return bool(values) and all(v is not None and self.python_number(v, 1) for v in values)
+        return False
+
+    def _python_data(self, data: cst.CSTNode) -> bool:
+        """Data that is no tensor: a list or tuple, a comprehension, a NumPy value (not a number:
+        `torch.tensor(2.0)` is a scalar that computes on a device tensor's device)."""
+        if type(data) in (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp):
+            return True
+        return self.host_value(data)
+
+    def names_dtype(self, value: cst.CSTNode) -> bool:
+        if type(value) not in (cst.Name, cst.Attribute):
+            return False
+        q = self.s.resolve(value)[0]
+        return q is not None and (q in _FLOAT_DTYPES or q in _OTHER_DTYPES)
 
     def tensor_value(self, expr: cst.CSTNode) -> bool:
         """A tensor read as a Python number: a whole reduction (`x.max()`), `torch.*` of a tensor,

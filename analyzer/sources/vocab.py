@@ -38,6 +38,9 @@ def load_libcst() -> None:
         cst = libcst
 
 
+# Categories that are no device concern where the code runs on the host (context.py's `host`).
+HOST_CATEGORIES = frozenset({"dynamic-shape", "host-sync", "unsupported-op", "precision"})
+
 # torch calls that return no tensor (sizes, dtypes, devices, predicates, distributed and CUDA state).
 NOT_TENSOR_CALLS = ("torch.Size", "torch.finfo", "torch.iinfo", "torch.cuda.", "torch.distributed.", "torch.get_",
                     "torch.device", "torch.dtype", "torch.is_", "torch.jit.", "torch.compiler.", "torch.backends.")
