@@ -33,7 +33,7 @@ from .catalog import catalog_fingerprint
 from .model import Diagnostic, Finding
 from .sources import FileJob, FileResult, ScanContext
 
-FORMAT = 3  # bump when the entry layout, the keys or FileResult's meaning change
+FORMAT = 4  # bump when the entry layout, the keys or FileResult's meaning change
 ENV_DIR = "NEURON_READY_CACHE_DIR"
 
 

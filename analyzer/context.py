@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
-from .sources.codefacts import KEY_PATH, MAIN, regions_out
+from .sources.codefacts import KEY_PATH, MAIN, regions_out, unpacked
 from .sources.setup_code import checkpoint_writes
 from .sources.vocab import HOST_CATEGORIES
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
@@ -161,8 +161,9 @@ class Defaults:
         files: dict[str, list] = {}
         self.flags: dict[tuple[str, str], list] = {}
         self.passed: dict[str, list] = {}  # keyword -> (file, value) of calls no callee is resolved for
-        self._calls: list[tuple[str, str, list]] = []  # (file, callee reference, calls): `passed` facts
+        self._calls: list[tuple[str, dict]] = []  # (file, code facts): `passed`, read when indexed
         self._handed: list[tuple[str, str]] = []  # (file, reference) named other than as a call's function
+        self._signatures: dict[str, dict] = {}  # file -> its `signatures`, read on first use
         self._loose: set[str] = set()  # names referred to by name alone (`obj.f`, `getattr(m, "f")`)
         self._graph = None  # the resolver (Graph.resolve), once attached
         self._handed_nodes: set[str] = set()
@@ -202,8 +203,9 @@ class Defaults:
                 self.flags[(info.rel, name)] = cond
             if _exercises_options(info.rel):
                 continue  # tests and benchmarks pass every option by design: not what a user's job runs
-            self._calls.extend((info.rel, ref, calls) for ref, calls in sorted((code.get("passed") or {}).items()))
-            self._handed.extend((info.rel, ref) for ref in code.get("handed", ()))
+            if "passed" in code:
+                self._calls.append((info.rel, code))
+            self._handed.extend((info.rel, ref) for ref in unpacked(code, "handed", ()))
             for d in (code.get("defs") or {}).values():  # a subclass calls its base's `__init__` unseen
                 self._handed.extend((info.rel, b) for b in (d[4] if len(d) > 4 else ()) if b[:2] in ("q:", "l:"))
             for refs in (code.get("refs") or {}).values():
@@ -455,7 +457,8 @@ class Defaults:
         self._indexed = True
         self.passed, self._passed_any, self._calls_to = {}, {}, {}
         self._by_owner = {} if self._graph is not None else None
-        for rel, ref, calls in self._calls:
+        for rel, ref, calls in ((rel, ref, calls) for rel, code in self._calls
+                                for ref, calls in sorted(unpacked(code, "passed").items())):
             owner = self._callee(rel, ref)
             # positions name parameters of a function or a class's constructor (after `self`); a method
             # called through its class may be a classmethod or a staticmethod: by keyword only
@@ -500,7 +503,11 @@ class Defaults:
     def signature(self, node: str) -> list:
         """The function node's parameters with a default (codefacts `signatures`); [] without a graph."""
         rel, _, scope = node.partition("::")
-        return (self._graph.code.get(rel, {}).get("signatures") or {}).get(scope, []) if self._graph else []
+        if self._graph is None:
+            return []
+        if rel not in self._signatures:
+            self._signatures[rel] = unpacked(self._graph.code.get(rel, {}), "signatures")
+        return self._signatures[rel].get(scope, [])
 
     def always_passed(self, node: str, name: str) -> bool:
         """Whether the parameter's default never runs: at least one call in the project (tests aside)

@@ -15,10 +15,10 @@ from .catalog import Catalog, check_selectors, load_catalog, not_a_selector, sel
 from .config import Settings
 from .discover import Discovery, discover, explicit_files
 from .model import CATEGORIES, EFFORT_CLASSES, Report
-from .cache import Keys, ResultCache, content_digest, decode_result, default_dir, encode_result
+from .cache import Keys, ResultCache, content_digest, decode_result, default_dir
 from .progress import Progress
 from .report_cache import ReportCache, ReportKey
-from .sources import FileJob, FileResult, ScanContext, read_bytes, read_limit, scan_file
+from .sources import FileJob, FileResult, ScanContext, read_bytes, read_limit
 from .stat_index import Stamp, StatIndex, stamp_of
 
 ENV_ISOLATE = "NEURON_READY_ISOLATE"  # 1: --jobs 1 scans in one supervised worker, not in-process
@@ -155,7 +155,7 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
     hashed; `stamps` are the jobs' stats when the caller took them already. Every result passes
     through the cache's encoding, so a report is the same byte for byte whether it came from the
     cache, this process or a worker."""
-    from .workers import FileTask, gc_tuned, run_supervised
+    from .workers import FileTask, gc_tuned, run_supervised, scan_in_process
 
     progress = progress if progress is not None else Progress()
     stats = stats if stats is not None else ScanStats()
@@ -196,21 +196,14 @@ def scan_files(jobs: list[FileJob], ctx: ScanContext, settings: Settings,
                     results[i] = hit
                     progress.advance(len(hit.findings))
                     continue
-            if workers:  # the worker reads the file again and keys the result by what it read
-                size = stamp.size if cache is not None and stamp is not None else _size(job.path)
-                todo.append(FileTask(i, job, size))
-                continue
-            if data is None:  # in this process: key exactly the bytes scanned
-                try:
-                    data = read_bytes(job.path, read_limit(job, ctx))
-                except OSError:
-                    pass
-                key = keys.key(job, data) if keys is not None and data is not None else None
-            done(FileTask(i, job, len(data) if data is not None else 0), key, encode_result(scan_file(job, ctx, data)))
-            stats.scanned += 1
+            # the worker (or this process, after the loop) reads the file again and keys the result by what it read
+            size = stamp.size if cache is not None and stamp is not None else _size(job.path)
+            todo.append(FileTask(i, job, size))
         stats.workers = min(workers, len(todo))
-        if todo:
+        if todo and workers:
             run_supervised(todo, ctx, keys, stats.workers, done, progress.tick, warm=preload)
+        elif todo:
+            scan_in_process(todo, ctx, keys, done)
     if index is not None:
         index.save()
     stats.files, stats.scanned = len(jobs), stats.scanned + len(todo)

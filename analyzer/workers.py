@@ -137,6 +137,20 @@ def _serve(conn, ctx: ScanContext, keys: Keys | None, parent: int) -> None:
             trim()
 
 
+def scan_in_process(tasks: list[FileTask], ctx: ScanContext, keys: Keys | None, on_done: Done) -> None:
+    """Scan every task in this process (`--jobs 1`) in the order a worker queue gives them, largest
+    first, freeing libcst's trees as a worker does: a large file's parse then comes while the results
+    held are few, and what it leaves behind is not kept under the results to come (on the torch tree
+    one 0.5 MB file's parse takes 600 MB; docs/lab/performance.md run T)."""
+    trim = _malloc_trim()
+    for task in sorted(tasks, key=lambda t: (-t.size, t.index)):
+        before = libcst_chars()
+        key, payload = scan_one(task.job, ctx, keys)
+        on_done(task, key, payload)
+        if libcst_chars() - before >= TRIM_BYTES:
+            trim()
+
+
 def _cpu_seconds(pid: int) -> float | None:
     """CPU time a process has used (Linux), so a busy machine does not make a file time out."""
     try:

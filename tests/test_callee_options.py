@@ -11,7 +11,7 @@ import ast
 from scanning import write_tree as tree
 from neuron_ready.config import Settings
 from neuron_ready.engine import run_scan
-from neuron_ready.sources.codefacts import code_facts
+from neuron_ready.sources.codefacts import code_facts, unpacked
 
 OPS = """\
     import torch
@@ -134,6 +134,8 @@ def test_facts_record_each_call_under_its_callee_with_signatures_and_handed_name
         "    cb = Block\n"
     )
     facts = code_facts(ast.parse(src), "pkg.m", False)
+    assert all(type(facts[k]) is str for k in ("passed", "signatures", "handed"))  # JSON text until the context pass
+    facts = {k: unpacked(facts, k) for k in ("passed", "signatures", "handed")}
     assert facts["passed"]["q:pkg.ops.Block"] == [[["?", 3], {"flag": {"param": "flag", "default": False, "owner": "run"}}, 0]]
     assert facts["passed"][""] == [[0, {"k": 1}, 1]]  # names nothing resolvable; spreads *x
     assert facts["passed"]["q:torch.device"] == [[["cuda"], {}, 0]]

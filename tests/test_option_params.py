@@ -11,7 +11,7 @@ from pathlib import Path
 from scanning import write_tree as tree
 from neuron_ready.config import Settings
 from neuron_ready.engine import run_scan
-from neuron_ready.sources.codefacts import code_facts
+from neuron_ready.sources.codefacts import code_facts, unpacked
 
 TRAIN = """\
     import torch
@@ -119,7 +119,7 @@ def test_facts_record_forwarded_keywords_and_drop_rebound_parameters():
     )
     facts = code_facts(ast.parse(src), "m", False)
     # `g` names nothing this file defines or imports: its call is kept under "" (no callee)
-    [[positional, passed, star]] = facts["passed"][""]
+    [[positional, passed, star]] = unpacked(facts, "passed")[""]
     assert positional == 0 and star == 0
     assert passed["use_a"] == {"param": "use_a", "default": False, "owner": "f"}
     assert passed["k"] == {"param": "name", "default": "a", "owner": "f"}

@@ -415,3 +415,24 @@ def test_workers_recycled_after_large_files_lose_nothing(tmp_path):
     assert one.code == two.code == 0 and one.out == two.out
     d = json.loads(two.out)
     assert d["diagnostics"] == [] and {f["path"] for f in d["findings"]} == {f"big{i}.py" for i in range(3)} | {f"m{i}.py" for i in range(5)}
+
+
+def test_jobs_1_scans_the_largest_files_first_and_keeps_the_job_order(tmp_path):
+    """In this process (`--jobs 1`) the files go largest first, as from a worker queue: libcst's
+    largest trees are parsed while few results are held (docs/lab/performance.md run T). The
+    results, and so the report, stay in job order."""
+    from neuron_ready.engine import active_catalog, find_files, make_context, scan_files
+    from neuron_ready.workers import FileTask, scan_in_process
+
+    sizes = {"a.py": 1, "b.py": 40, "c.py": 3, "d.py": 40, "e.py": 20}
+    tree = write_tree(tmp_path / "repo", {name: CUDA_LINE + "y = 1\n" * n for name, n in sizes.items()})
+    settings = Settings(root=tree, cache=False, jobs=1)
+    catalog = active_catalog(settings)
+    found = find_files(settings)
+    ctx = make_context(settings, catalog, found)
+    done = []
+    tasks = [FileTask(i, job, os.path.getsize(job.path)) for i, job in enumerate(found.jobs)]
+    scan_in_process(tasks, ctx, None, lambda task, key, payload: done.append((task.job.rel, decode_result(payload).rel)))
+    assert done == [(r, r) for r in ("b.py", "d.py", "e.py", "c.py", "a.py")]  # ties in job order
+    results = scan_files(found.jobs, ctx, settings)
+    assert [r.rel for r in results] == sorted(sizes) and all(r.findings for r in results)

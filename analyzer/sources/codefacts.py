@@ -53,7 +53,9 @@ is a plain JSON-able record cached with the file's result:
   is a literal, a forwarded setting or parameter, or "?"; a callee with more than `_MAX_CALLS` distinct calls
   ends with None: more calls than recorded); `signatures`, per function, its parameters with a
   default: [name, position (-1 keyword-only), first and last line of the default]; `handed`, the
-  `q:`/`l:` names used other than as a call's function (a callback, an alias, a base class).
+  `q:`/`l:` names used other than as a call's function (a callback, an alias, a base class). These
+  three are kept as compact JSON text (`packed`) until the context pass reads them (`unpacked`):
+  as objects they were a fifth of the facts a scan holds in memory (docs/lab/performance.md, run T).
 - `kept` (per construction or checkpoint function: the references it stores or hands on for later
   rather than calls once, `setup_code.kept_refs`) and `returns` (per function: the references it
   returns, a factory of callables); `lambdas`, the line spans of the lambdas written in a
@@ -67,6 +69,7 @@ is a plain JSON-able record cached with the file's result:
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Collection, Iterator, Sequence
 
@@ -410,7 +413,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
                        ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas)):
         if value:
-            out[key] = value
+            out[key] = packed(value) if key in PACKED else value
     if fx.neuron:
         out["neuron"] = True
     if fx.neuron_scopes:
@@ -420,6 +423,20 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
     if fx.main_trains:
         out["main_trains"] = True
     return out
+
+
+PACKED = frozenset({"passed", "signatures", "handed"})  # facts only the context pass reads, kept as text
+
+
+def packed(value) -> str:
+    """A fact kept as JSON text: one string in memory instead of thousands of small lists and dicts."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def unpacked(code: dict, key: str, empty=None):
+    """A `packed` fact of one file's code facts as objects; `empty` (None: {}) when the file has none."""
+    text = code.get(key)
+    return json.loads(text) if text else ({} if empty is None else empty)
 
 
 def _bind_top(fx: _Facts, tree: ast.Module) -> None:
