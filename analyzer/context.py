@@ -420,7 +420,8 @@ class Defaults:
         mention outside tests, and the names left open (a base of a project class, a value of a
         configuration file)."""
         self._isa_sites, self._isa_open = {}, set()
-        self._isa_built = {ref[2:].rsplit(".", 1)[-1] for _rel, ref, _calls in self._calls if ref}  # called somewhere
+        self._isa_built = {ref[2:].rsplit(".", 1)[-1] for _rel, code in self._calls  # called somewhere
+                           for ref in unpacked(code, "passed") if ref}
         if self._graph is None:
             return
         asked: set[str] = set()

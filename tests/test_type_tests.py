@@ -26,8 +26,8 @@ TRAIN = """\
             precision = LowBitPrecision(quantize)
         main(precision, quantize, mask, out_dir)
 
-    def main(precision, quantize, mask, out_dir):
-        x = torch.zeros(4)
+    def main(precision, quantize, mask, out_dir, device=None):
+        x = torch.zeros(4, device=device)  # on the device: a CPU value would be host-side
         if isinstance(precision, LowBitPrecision):
             x = torch.unique(x)
             low_bit_optimizer(x)
@@ -155,7 +155,7 @@ OTHER = """\
 
     class OtherPrecision:
         def __init__(self):
-            self.table = torch.nonzero(torch.ones(3))
+            self.table = torch.nonzero(self.scores)  # a value of unknown device: torch.ones(3) is on the CPU
 
     class ThirdPrecision:
         pass
