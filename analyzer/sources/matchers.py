@@ -404,8 +404,9 @@ class CudaRequired(Matcher):
 
         if type(node) is ast.Assert:
             ok = cuda_check(node.test) == "body" and _names_a_device(node.test)
-        else:
-            ok = _gives_up(node.body) or _gives_up(node.orelse)
+        else:  # a CUDA test, or a bare flag (`if not ok:`) a CUDA test may have set: not every `if ...: raise`
+            test = node.test.operand if type(node.test) is ast.UnaryOp and type(node.test.op) is ast.Not else node.test
+            ok = (type(test) is ast.Name or _names_a_device(node.test)) and (_gives_up(node.body) or _gives_up(node.orelse))
         return ok and screen.any_may(entries)
 
 
