@@ -14,19 +14,19 @@ Each such finding gets `default_option` (the setting), `default_choice` (the tes
 from __future__ import annotations
 
 from .context import UNKNOWN, Defaults, _feature, _same, cuda_branch, innermost_region
-from .model import Finding
+from .model import GPU_CODE_CATEGORIES, Finding
 from .sources.codefacts import regions_out
 
-# Categories whose code is GPU work: an alternative holding any is no PyTorch path.
-GPU_CATEGORIES = frozenset({"gpu-library", "custom-cuda", "triton"})
 # codefacts' conditions a capability decides (`HAS_FLASH`, a CUDA check): not a setting a user picks
 _CAPABILITY = (["cap"], ["cuda"], ["not", ["cuda"]])
+# codefacts' conditions that read a setting: an option, a parameter, a config field, an environment variable
+_SETTING = (["opt"], ["param"], ["field"], ["env"])
 
 
 def default_choices(findings: list[Finding], info_by: dict, defaults: Defaults) -> None:
     gpu_lines: dict[str, list[tuple[int, str]]] = {}
     for f in findings:
-        if f.category in GPU_CATEGORIES and f.context in ("step", "opt-in", "evaluation"):
+        if f.category in GPU_CODE_CATEGORIES and f.context in ("step", "opt-in", "evaluation"):
             gpu_lines.setdefault(f.path, []).append((f.line, f.scope))
     for f in findings:
         if f.context != "step" or f.category != "gpu-library" or f.fallback:
@@ -49,10 +49,10 @@ def _setting_test(cond: list) -> bool:
     if cond[:1] == ["cmp"] and cond[1] in ("Eq", "NotEq"):
         sides = cond[2:4]
         return (any(s[:1] == ["lit"] and isinstance(s[1], str) for s in sides)
-                and any(s[:1] in (["opt"], ["param"], ["field"], ["env"]) for s in sides))
+                and any(s[:1] in _SETTING for s in sides))
     if cond[:1] == ["in"]:
-        return cond[1][:1] in (["opt"], ["param"], ["field"], ["env"])
-    return cond[:1] in (["opt"], ["param"], ["field"], ["env"])
+        return cond[1][:1] in _SETTING
+    return cond[:1] in _SETTING
 
 
 def _branch_choice(code: dict, f: Finding, defaults: Defaults, gpu: list) -> tuple[str, str, bool] | None:
@@ -93,14 +93,13 @@ def _registered_choice(code: dict, f: Finding, defaults: Defaults, gpu: list) ->
         if choice is None or not _same(choice[1], key):
             continue
         others = [r[2] for r in regs if r[0] == registry and not _same(r[1], key)]
-        gpu_scopes = {(s or "").split(".", 1)[0] for _line, s in gpu}
-        alternative = bool(others) and not any(r.startswith("l:") and r[2:] in gpu_scopes for r in others)
-        if not others:
-            # entries registered in other files: the keys say another value exists
+        if others:  # registered here: an alternative when none of them holds GPU code
+            gpu_scopes = {(s or "").split(".", 1)[0] for _line, s in gpu}
+            alternative = not any(r.startswith("l:") and r[2:] in gpu_scopes for r in others)
+        else:  # entries registered in other files: the keys say another value exists
             alternative = len(defaults.registry_keys.get(registry, ())) > 1
         return choice[0], f"{choice[0]} == {key!r} (the default: `{top}` is registered under it)", alternative
     return None
-
 
 
 def _registry_setting(defaults: Defaults, registry: str) -> tuple[str, object] | None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from . import nearcopy
 from .catalog import Catalog, Rule
-from .model import EFFORT_CLASSES, Estimate, Finding, Range, Task
+from .model import EFFORT_CLASSES, GPU_CODE_CATEGORIES, Estimate, Finding, Range, Task
 from .simulate import quantiles
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,7 +98,6 @@ SHARED_CATEGORIES = ("dynamic-shape", "unsupported-op")  # families of fixes on 
 HELPERS = "T-triton-helpers"  # @triton.jit device functions: part of the kernels that call them
 # A check that rejects every device but CUDA: in a kernel wrapper whose port is a task, part of that task.
 CUDA_CHECKS = frozenset({"NR1019"})
-_GPU_CODE = frozenset({"custom-cuda", "triton", "gpu-library"})  # tasks that port, switch or gate GPU code
 
 MECHANICAL = ("device", "distributed", "precision", "compile", "host-sync", "dependency")
 FAMILY_TITLES = {
@@ -453,7 +452,7 @@ class _Planner:
         owner: dict[tuple[str, str], str] = {}
         fallback_owner: dict[tuple[str, str], str] = {}
         for d in sorted(self.drafts.values(), key=lambda d: d.id):
-            if d.category in _GPU_CODE:
+            if d.category in GPU_CODE_CATEGORIES:  # tasks that port, switch or gate GPU code
                 held = fallback_owner if all(self.findings[i].fallback for i in d.idx) else owner
                 for i in d.idx:
                     held.setdefault((self.findings[i].path, self.findings[i].scope), d.id)

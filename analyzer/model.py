@@ -24,6 +24,8 @@ CATEGORIES = (
     "gpu-library",
     "dependency",
 )
+# Categories whose findings are GPU code (CUDA kernels, Triton kernels, GPU-only libraries).
+GPU_CODE_CATEGORIES = frozenset({"custom-cuda", "triton", "gpu-library"})
 TARGETS = ("native", "xla")
 EFFORT_CLASSES = ("days", "weeks", "month-plus")
 CONFIDENCES = ("high", "medium", "low")
