@@ -1625,23 +1625,26 @@ HOST_DIR = re.compile(r"(?i)^(data|datasets?|dataloaders?|loaders?|transforms?|a
 HOST_FILE = re.compile(r"(?i)^(data|dataset|datasets|dataloader|transforms?|augment\w*|collat\w*|preprocess\w*|tokeni[sz]\w*)\.py$")
 
 
+def _placed(path: str, folder: re.Pattern, file: re.Pattern) -> bool:
+    """A folder on the path matches `folder`, or the file's name matches `file`."""
+    parts = path.split("/")
+    return any(folder.match(p) for p in parts[:-1]) or bool(file.match(parts[-1]))
+
+
 def host_path(path: str) -> bool:
     """The data pipeline by its place: `data/`, `datasets/`, `transforms/`, `preprocess*.py`, ..."""
-    parts = path.split("/")
-    return any(HOST_DIR.match(p) for p in parts[:-1]) or bool(HOST_FILE.match(parts[-1]))
+    return _placed(path, HOST_DIR, HOST_FILE)
 
 
 def evaluation_path(path: str) -> bool:
-    parts = path.split("/")
-    return any(EVAL_PATH.match(p) for p in parts[:-1]) or bool(EVAL_FILE.match(parts[-1])) or developer_tool(path)
+    return _placed(path, EVAL_PATH, EVAL_FILE) or developer_tool(path)
 
 
 @functools.lru_cache(maxsize=4096)
 def developer_tool(path: str) -> bool:
     """A profiler or benchmark module (DEV_TOOL_DIR, DEV_TOOL_FILE): the evaluation path, and what
     only it calls too; never a detected training entry (reach.py), though `--entry` still names one."""
-    parts = path.split("/")
-    return any(DEV_TOOL_DIR.match(p) for p in parts[:-1]) or bool(DEV_TOOL_FILE.match(parts[-1]))
+    return _placed(path, DEV_TOOL_DIR, DEV_TOOL_FILE)
 
 
 def neuron_file(code: dict, facts: dict) -> bool:
