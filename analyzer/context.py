@@ -578,7 +578,7 @@ class Defaults:
         seen: set[str] = set()
         for kind, name in names:
             if kind == "opt":
-                v = self.option(name)
+                v = self.option(name, _opt_fallback(cond, name))  # `getattr(cfg, "x", 0)`: 0 when nothing declares x
                 v = self.off.get(name, v) if v is UNKNOWN and name not in self.launched else v
                 parts.append(f"{name} defaults to {_show(v)}")
             elif kind == "param":
@@ -684,6 +684,17 @@ def _membership_tests(cond: list):
     for x in cond[1:]:
         if isinstance(x, list) and x and isinstance(x[0], str):
             yield from _membership_tests(x)
+
+
+def _opt_fallback(cond: list, name: str):
+    """The default a read of the setting `name` in a condition gives when nothing declares it
+    (`getattr(cfg, "x", 0)`: ["opt", "x", 0]); UNKNOWN without one."""
+    if cond[:2] == ["opt", name] and len(cond) > 2:
+        return cond[2]
+    for x in cond[1:]:
+        if isinstance(x, list) and x and isinstance(x[0], str) and (v := _opt_fallback(x, name)) is not UNKNOWN:
+            return v
+    return UNKNOWN
 
 
 def _param_default(cond: list, name: str):

@@ -204,6 +204,9 @@ class _Facts:
         # configuration objects by their annotation (`margs: Arguments`, `self.margs = margs`): `_config_objects`
         self.config_params: set[str] = set()
         self.config_members: set[str] = set()
+        # `self.rope = config.attn_config['rope']` in `__init__`, `n = getattr(cfg, "x", 0) or 0` at a
+        # function's top, each assigned once: the name holds that configuration read (`_config_reads`)
+        self.config_reads: dict[str, list] = {}
         self.predicates: dict[str, list] = {}  # qualified name -> helper predicate (`predicate`)
         self.host_values: set[str] = set()
         self.kept: dict[str, list[str]] = {}  # construction and checkpoint functions: references kept for later
@@ -294,7 +297,7 @@ class _Facts:
                 if parts == ["getattr"] and len(node.args) >= 2:
                     name = _literal(node.args[1])
                     root = _chain(node.args[0])
-                    if type(name) is str and root and self.config_root(root):
+                    if type(name) is str and root and self.config_root([*root, name]):
                         default = _literal(node.args[2]) if len(node.args) > 2 else None
                         return ["opt", name, default] if default is not ... else ["opt", name]
                 if parts == ["isinstance"] and len(node.args) == 2 and not node.keywords:
@@ -336,6 +339,8 @@ class _Facts:
             if len(parts) == 2 and parts[0] == "self" and "self." + parts[1] in params:
                 key = "self." + parts[1]  # `self.x = x` in __init__: x's default
                 return _param_cond(_param_of(params, key), self.param_owners.get(key))
+            if len(parts) == 2 and parts[0] == "self" and "self." + parts[1] in self.config_reads:
+                return self.config_reads["self." + parts[1]]  # `self.rope = config.attn_config['rope']` in __init__
             if len(parts) == 2 and parts[0] == "self" and (_FLAG_PARAM.search(parts[1]) or _EXPORT_SWITCH.search(parts[1])):
                 return ["opt", parts[1]]  # `self.use_flash = config.use_flash` in __init__
             if len(parts) == 3 and parts[0] == "self" and parts[1] in self.members:
@@ -343,6 +348,8 @@ class _Facts:
             if len(parts) == 1:
                 if parts[0] in params:
                     return _param_cond(_param_of(params, parts[0]), self.param_owners.get(parts[0]))
+                if parts[0] in self.config_reads:
+                    return self.config_reads[parts[0]]  # `n = getattr(cfg, "n", 0) or 0` at the function's top
                 return ["flag", parts[0]]
         return ["?"]
 
@@ -559,6 +566,14 @@ class _Walk:
                 fx.regions.append([st.lineno, st.end_lineno or st.lineno, ["cuda"], "body", parent,
                                    _text(st.iter), False, True])
                 self.region = len(fx.regions) - 1
+            elif t is ast.For and not st.orelse and (bound := _range_bound(st.iter)) is not None:
+                # `for i in range(cfg.base_layers):` runs no iteration while the setting is 0: its body is
+                # a branch taken only when it is above 0
+                c = fx.cond(bound, self.params)
+                if c != ["?"] and _has_config(c):
+                    fx.regions.append([st.lineno, st.end_lineno or st.lineno, ["cmp", "Gt", c, ["lit", 0]], "body",
+                                       parent, f"{_text(bound)} > 0", False, False])
+                    self.region = len(fx.regions) - 1
             for field in ("body", "orelse", "finalbody", "handlers"):
                 sub = getattr(st, field, None)
                 if type(sub) is list:
@@ -616,7 +631,7 @@ class _Walk:
         if sig := _signature(node):
             fx.signatures[name] = sig
         saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
-                 self.type_only)
+                 self.type_only, fx.config_reads)
         self.scope, self.region, self.nest = name, -1, 0
         fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
@@ -629,6 +644,8 @@ class _Walk:
         # whose parameter each one is: a keyword passed at a call overrides the callee's alone (context.py)
         fx.param_owners = {**{k: f"{self.cls}.__init__" for k in attrs}, **{k: name for k in own}}
         self.params.update(_local_aliases(node.body, self.params, rebound, fx.param_owners))
+        fx.config_reads = {**{k: v for k, v in fx.config_reads.items() if k not in rebound and k not in self.params},
+                           **_config_locals(fx, node.body, rebound, self.params)}
         self.nested.append((name, inner))
         ref_of = lambda parts: fx.ref_of(parts, self.cls, self.nested)  # noqa: E731
         if "construct" in markers or "checkpoint" in markers:
@@ -653,7 +670,7 @@ class _Walk:
         self.nested.pop()
         self.scopes.pop()
         (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
-         self.type_only) = saved
+         self.type_only, fx.config_reads) = saved
 
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
@@ -784,11 +801,13 @@ class _Walk:
         decos = {(_chain(d.func if type(d) is ast.Call else d) or [""])[-1] for d in node.decorator_list}
         config_like = bool(decos & {"dataclass", "define", "s", "attrs", "frozen", "mutable", "dataclass_transform"}) \
             or bool(CONFIG_CLASS.search(node.name)) or any(b.endswith(("BaseModel", "BaseSettings")) for b in bases)
-        saved = (self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members)
+        saved = (self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members,
+                 fx.config_reads)
         self.scope, self.cls, self.region = name, name, -1
         self.config_class = config_like
         self.attrs = _init_attributes(node)
-        saved_cuda, self.cuda_attrs = self.cuda_attrs, _cuda_attributes(node)
+        counts = _attribute_counts(node)
+        saved_cuda, self.cuda_attrs = self.cuda_attrs, _cuda_attributes(node, counts)
         saved_refused, self.refused = self.refused, backward_refusals(node)
         fx.cuda_optional_lines.extend(_moved_anyway(node))
         # `self.use_kernel = use_kernel` after `use_kernel = default(use_kernel, CHECK)`: the device check, not the option
@@ -796,12 +815,14 @@ class _Walk:
         fx.members = _members(fx, node)
         init = _init_of(node)
         fx.config_members = _config_objects(init)[1] if init is not None else set()
+        fx.config_reads = _config_attributes(fx, init, counts, self.attrs) if init is not None else {}
         for attr, entry in class_attributes(node, self.attrs).items():
             have = fx.attributes.setdefault(attr, [])
             if entry not in have:
                 have.append(entry)
         self.body(node.body)
-        self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members = saved
+        (self.scope, self.cls, self.region, self.config_class, self.attrs, fx.members, fx.config_members,
+         fx.config_reads) = saved
         self.cuda_attrs, self.refused = saved_cuda, saved_refused
 
     def field(self, st: ast.AnnAssign) -> None:
@@ -833,8 +854,15 @@ class _Walk:
         pairs = list(zip(value.keys, value.values)) if type(value) is ast.Dict else []
         if type(value) is ast.Call and _chain(value.func) == ["dict"] and not value.args and value.keywords:
             pairs = [(ast.Constant(kw.arg), kw.value) for kw in value.keywords if kw.arg]  # `dict(top_p=top_p)`
+        if pairs and all(k is not None and _literal(k) is ... and _chain(k) for k, _v in pairs):
+            # `MAPPING = {nn.Linear: IntLinear, nn.Embedding: IntEmbedding}`: a table keyed by types or
+            # other names, looked up with an object's type; keyed by the name's text, like a registry
+            table = {".".join(_chain(k)): [ref] for k, v in pairs if (ref := self.fx.value_ref(v)) is not None}
+            if len(table) == len(pairs) >= 2:
+                self.fx.registries[name] = table
+                return True
         if pairs:
-            table: dict[str, list[str]] = {}
+            table = {}
             for k, v in pairs:
                 key = _literal(k) if k is not None else ...
                 if type(key) is not str:
@@ -1489,15 +1517,21 @@ def capability_test(test: ast.AST) -> bool:
     return any(CAPABILITY.search(n) for n in _test_names(test))
 
 
-def _option_only(c: list) -> bool:
-    """A condition on options alone (parameters, configuration, environment): no module flag, whose
-    value may stand for an installed library, and no `self.training`."""
+def _kinds(c: list) -> set[str]:
+    """The kinds of node a condition tree holds (`opt`, `param`, `cmp`, `?`, ...)."""
     kinds: set[str] = set()
     stack = [c]
     while stack:
         x = stack.pop()
         kinds.add(x[0])
         stack.extend(y for y in x[1:] if type(y) is list and y and type(y[0]) is str)
+    return kinds
+
+
+def _option_only(c: list) -> bool:
+    """A condition on options alone (parameters, configuration, environment): no module flag, whose
+    value may stand for an installed library, and no `self.training`."""
+    kinds = _kinds(c)
     return bool(kinds & {"param", "opt", "field", "env", "oattr", "pred"}) and not kinds & {"flag", "train", "?", "cap", "cuda"}
 
 
@@ -1755,6 +1789,13 @@ def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int], args: ast.argu
     return frozenset(out)
 
 
+def _range_bound(it: ast.AST) -> ast.AST | None:
+    """`range(n)`: the count `n` of iterations (None for any other iterable)."""
+    if type(it) is ast.Call and _chain(it.func) == ["range"] and len(it.args) == 1 and not it.keywords:
+        return it.args[0]
+    return None
+
+
 def _over_cuda_devices(it: ast.AST) -> bool:
     """`range(torch.cuda.device_count())`: one iteration per CUDA device, none on Trainium."""
     return (type(it) is ast.Call and _chain(it.func) == ["range"] and len(it.args) == 1
@@ -1790,13 +1831,8 @@ def _cuda_value(node: ast.AST, known: Collection[str]) -> bool:
     return False
 
 
-def _cuda_attributes(node: ast.ClassDef) -> frozenset[str]:
-    """`self.cuda = torch.cuda.is_available() and not cfg.cpu` at the top level of a class's
-    `__init__` (from a CUDA check, or from a local or parameter holding one), assigned nowhere else in
-    the class: testing `self.cuda` anywhere in the class tests the device ("self.cuda")."""
-    init = _init_of(node)
-    if init is None:
-        return frozenset()
+def _attribute_counts(node: ast.ClassDef) -> dict[str, int]:
+    """How often the class's statements (every method's) assign each `self.x`."""
     count: dict[str, int] = {}
     for st in _statements(node.body):
         targets = st.targets if type(st) is ast.Assign else [st.target] if type(st) in (ast.AugAssign, ast.AnnAssign) else ()
@@ -1804,6 +1840,65 @@ def _cuda_attributes(node: ast.ClassDef) -> frozenset[str]:
             parts = _chain(tg) if type(tg) is ast.Attribute else None
             if parts and len(parts) == 2 and parts[0] == "self":
                 count["self." + parts[1]] = count.get("self." + parts[1], 0) + 1
+    return count
+
+
+# What a configuration read may be made of: settings, literals, and the operators that combine them.
+_CONFIG_READ_KINDS = frozenset({"opt", "field", "env", "lit", "or", "and", "not", "conv", "cmp", "in"})
+
+
+def _config_read(c: list) -> bool:
+    """A condition that reads settings alone (`config.attn_config['rope']`, `getattr(cfg, "x", 0) or
+    0`, `args.x == "y"`): at least one setting, nothing else (no parameter, flag or unknown)."""
+    kinds = _kinds(c)
+    return kinds <= _CONFIG_READ_KINDS and bool(kinds & {"opt", "field", "env"})
+
+
+def _config_value(fx: "_Facts", value: ast.AST) -> list | None:
+    """The configuration read a value is, or None (a literal alone is a constant, not a setting)."""
+    c = fx.cond(value, {})
+    return c if _config_read(c) else None
+
+
+def _config_attributes(fx: "_Facts", init: ast.FunctionDef, counts: dict[str, int],
+                       attrs: dict[str, list]) -> dict[str, list]:
+    """`self.rope = config.attn_config['rope']` among the top-level statements of `__init__`, the
+    attribute assigned nowhere else in the class: "self.rope" -> that read's condition, so `if
+    self.rope:` anywhere in the class reads the setting (as `self.x = x` reads a parameter's default).
+    Attributes set from a parameter keep their own rule (`_init_attributes`)."""
+    out: dict[str, list] = {}
+    for st in init.body:
+        if type(st) is not ast.Assign or len(st.targets) != 1 or type(st.targets[0]) is not ast.Attribute:
+            continue
+        parts = _chain(st.targets[0])
+        key = "self." + parts[1] if parts and len(parts) == 2 and parts[0] == "self" else ""
+        if key and counts.get(key) == 1 and key not in attrs and (c := _config_value(fx, st.value)) is not None:
+            out[key] = c
+    return out
+
+
+def _config_locals(fx: "_Facts", stmts: list[ast.stmt], assigned: dict[str, int],
+                   params: dict[str, object]) -> dict[str, list]:
+    """`quant_noise = getattr(cfg, "quant_noise", 0) or 0` at a function's top level, the local
+    assigned once and no option parameter: the local holds that configuration read."""
+    out: dict[str, list] = {}
+    for st in stmts:
+        if type(st) is not ast.Assign or len(st.targets) != 1 or type(st.targets[0]) is not ast.Name:
+            continue
+        name = st.targets[0].id
+        if assigned.get(name) == 1 and name not in params and (c := _config_value(fx, st.value)) is not None:
+            out[name] = c
+    return out
+
+
+def _cuda_attributes(node: ast.ClassDef, count: dict[str, int]) -> frozenset[str]:
+    """`self.cuda = torch.cuda.is_available() and not cfg.cpu` at the top level of a class's
+    `__init__` (from a CUDA check, or from a local or parameter holding one), assigned nowhere else in
+    the class (`count`: `_attribute_counts`): testing `self.cuda` anywhere in the class tests the
+    device ("self.cuda")."""
+    init = _init_of(node)
+    if init is None:
+        return frozenset()
     local = _cuda_locals(init.body, _statement_names(init)[1], init.args)
     out: set[str] = set()
     for st in init.body:
