@@ -493,3 +493,38 @@ def test_a_patched_prediction_step_is_evaluation(tmp_path):
             """,
     })
     assert where(scan(root), "NR1501") == {"fast/patch.py:5": "evaluation", "fast/patch.py:8": "step"}
+
+
+def test_what_only_a_benchmark_module_calls_is_evaluation_in_library_mode(tmp_path):
+    """A benchmark's module code is the benchmark's code: the builder it alone runs at import (no
+    root of the library, since an inference class also names it) is the evaluation path, not the step."""
+    files = {
+        "vis/__init__.py": "from .build import build_model\n",
+        "vis/build.py": """\
+            import torch
+
+            def build_model(cfg):
+                return torch.nn.Linear(2, 2)
+
+            def build_video_predictor(cfg):
+                model = build_model(cfg)
+                state = torch.zeros(2, device="cuda")
+                return model, state
+            """,
+        "vis/video_predictor.py": """\
+            from .build import build_video_predictor
+
+            class VideoPredictor:
+                @classmethod
+                def from_pretrained(cls, name):
+                    return cls(*build_video_predictor(name))
+            """,
+        "vis/benchmark.py": """\
+            from .build import build_video_predictor
+
+            predictor = build_video_predictor("small")
+            """,
+    }
+    report = scan(tree(tmp_path / "lib", files))
+    assert report.extra["reach"]["mode"] == "library"
+    assert where(report, "NR1003")["vis/build.py:8"] == "evaluation"
