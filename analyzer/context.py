@@ -844,6 +844,7 @@ class Graph:
         self._optimizers: dict[str, bool] = {}
         self._setup_calls: dict[str, frozenset] = {}
         self._by_name: dict[str, list] | None = None
+        self._eval_held: set[str] | None = None
         defaults.attach(self)
 
     # ------------------------------------------------------------------ names
@@ -908,6 +909,9 @@ class Graph:
     def target_label(self, node: str) -> int:
         d = self.def_of(node)
         if d is None:
+            rel, _, scope = node.partition("::")
+            if not scope and developer_tool(rel) and rel not in self.entry_files:
+                return EVAL  # a profiler's or benchmark's module code measures a model, as its functions do
             return STEP
         markers = d[3]
         scope = node.rpartition("::")[2]
@@ -1014,6 +1018,55 @@ class Graph:
         return sorted({f"{rel}::{scope}" for rel, scope, ref in self._by_name.get(name, ())
                        if node in self.resolve(rel, ref)})
 
+    def called_in_evaluation_only(self, node: str) -> bool:
+        """A module class whose every instance is built into an attribute of another class at the top
+        of its `__init__` (`self.rotary_embedding = RotaryEmbedding(...)`), named nowhere else, whose
+        attributes are used only in evaluation code (every `self.rotary_embedding(...)` in the
+        KV-cache branch `if store is not None: assert not k.requires_grad`): its `forward` runs only
+        there, whoever built it."""
+        if self._eval_held is None:
+            holders: dict[str, list[tuple[str, str, str]]] = {}
+            for rel, code in sorted(self.code.items()):
+                for owner, held in code.get("held", {}).items():
+                    for attr, ref in held.items():
+                        for t in self.resolve(rel, ref):
+                            holders.setdefault(t, []).append((rel, owner, attr))
+            uses: dict[str, list[tuple[str, str, int]]] = {}
+            named: set[str] = set()  # attributes also named as strings (`getattr(self, "rotary_embedding")`)
+            based: set[str] = set()  # classes another class derives from
+            for rel, code in sorted(self.code.items()):
+                for scope, refs in code.get("refs", {}).items():
+                    for ref, region in refs:
+                        if ref.startswith("a:"):
+                            uses.setdefault(ref[2:], []).append((rel, scope, region))
+                        elif ref.startswith("s:"):
+                            named.add(ref[2:])
+                for d in code.get("defs", {}).values():
+                    if d[2] == "c":
+                        for b in d[4]:
+                            if b[:2] in ("q:", "l:"):
+                                based.update(self.resolve(rel, b))
+            out = set()
+            for cls, sites in sorted(holders.items()):
+                inits = {f"{rel}::{owner}.__init__" for rel, owner, _attr in sites}
+                if cls in based or any(r not in inits for r in self.referrers(cls)):
+                    continue  # subclassed, or built or handed somewhere else
+                ok = True
+                for rel, owner, attr in sites:
+                    if attr in named:
+                        ok = False
+                    for urel, scope, region in uses.get(attr, ()):
+                        if not ok:
+                            break
+                        if f"{urel}::{scope}" in inits:
+                            continue  # the assignment itself
+                        g = region_gate(self.code[urel], region, urel, self.defaults) if region >= 0 else None
+                        ok = g is not None and g.kind == "evaluation"
+                if ok:
+                    out.add(cls)
+            self._eval_held = out
+        return node in self._eval_held
+
     def _factory(self, node: str) -> bool:
         """A class, or a function that returns callables for later: what it names runs in the step."""
         d = self.def_of(node)
@@ -1118,7 +1171,8 @@ class Graph:
             for meth in self.class_methods.get((rel, scope), ()):
                 m = meth.rsplit(".", 1)[-1]
                 if m in _IMPLICIT or ("hook" in code["defs"][meth][3] and self.framework_class(node)):
-                    yield f"{rel}::{meth}", STEP, None, None, False
+                    called = m in ("forward", "__call__") and self.called_in_evaluation_only(node)
+                    yield f"{rel}::{meth}", EVAL if called else STEP, None, None, False
             for base in d[4]:
                 if base.startswith(("q:", "l:")):
                     for target in self.resolve(rel, base):

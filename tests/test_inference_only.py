@@ -493,3 +493,104 @@ def test_a_patched_prediction_step_is_evaluation(tmp_path):
             """,
     })
     assert where(scan(root), "NR1501") == {"fast/patch.py:5": "evaluation", "fast/patch.py:8": "step"}
+
+
+def test_what_only_a_benchmark_module_calls_is_evaluation_in_library_mode(tmp_path):
+    """A benchmark's module code is the benchmark's code: the builder it alone runs at import (no
+    root of the library, since an inference class also names it) is the evaluation path, not the step."""
+    files = {
+        "vis/__init__.py": "from .build import build_model\n",
+        "vis/build.py": """\
+            import torch
+
+            def build_model(cfg):
+                return torch.nn.Linear(2, 2)
+
+            def build_video_predictor(cfg):
+                model = build_model(cfg)
+                state = torch.zeros(2, device="cuda")
+                return model, state
+            """,
+        "vis/video_predictor.py": """\
+            from .build import build_video_predictor
+
+            class VideoPredictor:
+                @classmethod
+                def from_pretrained(cls, name):
+                    return cls(*build_video_predictor(name))
+            """,
+        "vis/benchmark.py": """\
+            from .build import build_video_predictor
+
+            predictor = build_video_predictor("small")
+            """,
+    }
+    report = scan(tree(tmp_path / "lib", files))
+    assert report.extra["reach"]["mode"] == "library"
+    assert where(report, "NR1003")["vis/build.py:8"] == "evaluation"
+
+
+def test_a_module_called_only_in_a_decode_branch_is_evaluation(tmp_path):
+    """`self.rotary = Rotary(dim)` built in `__init__` and called only in the branch that asserts no
+    gradients (a KV-cache decode): its `forward` is the evaluation path, though the class is built in
+    the step's constructor. One the step also calls stays the step, and so does a method the step
+    calls by name on it."""
+    root = tree(tmp_path / "proj", {
+        "model.py": """\
+            import torch
+            from torch import nn
+
+            class Rotary(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.dim = dim
+
+                def forward(self, x):
+                    return torch.view_as_real(torch.view_as_complex(x))
+
+                def init_cache(self):
+                    return torch.zeros(self.dim, device="cuda")
+
+            class Scale(nn.Module):
+                def forward(self, x):
+                    return torch.view_as_real(torch.view_as_complex(x))
+
+            class Attention(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+                    self.rotary = Rotary(dim)
+                    self.scale = Scale()
+
+                def forward(self, x, store=None):
+                    q = self.proj(x)
+                    if store is not None:
+                        assert q.requires_grad is False
+                        q = self.rotary(q)
+                        q = self.scale(q)
+                    return self.scale(q)
+            """,
+        "train.py": """\
+            import torch
+            from model import Attention
+
+            def main():
+                model = Attention(8)
+                for m in model.modules():
+                    if hasattr(m, "init_cache"):
+                        m.init_cache()
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for _ in range(10):
+                    loss = model(torch.randn(2, 8)).sum()
+                    loss.backward()
+                    opt.step()
+
+            if __name__ == "__main__":
+                main()
+            """,
+    })
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "entries"
+    assert where(report, "NR1213")["model.py:10"] == "evaluation"  # Rotary.forward: the decode branch only
+    assert where(report, "NR1213")["model.py:17"] == "step"  # Scale.forward: the step calls it too
+    assert where(report, "NR1003")["model.py:13"] == "step"  # called by name from the trainer

@@ -216,6 +216,7 @@ class _Facts:
         self.cuda_optional: list[int] = []  # CUDA-only regions nothing after them needs (`_refines`)
         self.gives_up: list[int] = []  # branches of a setting's test that only raise, assert or exit
         self.cuda_optional_lines: list[list[int]] = []  # [first, last] line of a CUDA move undone anyway (`_moved_anyway`)
+        self.held: dict[str, dict[str, str]] = {}  # class -> attribute its `__init__` builds -> the class's reference
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
         self.main_guard = 0
@@ -418,7 +419,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
                        ("gives_up", fx.gives_up),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
-                       ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas)):
+                       ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas), ("held", fx.held)):
         if value:
             out[key] = packed(value) if key in PACKED else value
     if fx.neuron:
@@ -812,7 +813,10 @@ class _Walk:
         fx.cuda_optional_lines.extend(_moved_anyway(node))
         # `self.use_kernel = use_kernel` after `use_kernel = default(use_kernel, CHECK)`: the device check, not the option
         self.attrs = {k: v for k, v in self.attrs.items() if k not in self.cuda_attrs}
-        fx.members = _members(fx, node)
+        held: dict[str, str] = {}
+        fx.members = _members(fx, node, held)
+        if held:
+            fx.held[name] = held
         init = _init_of(node)
         fx.config_members = _config_objects(init)[1] if init is not None else set()
         fx.config_reads = _config_attributes(fx, init, counts, self.attrs) if init is not None else {}
@@ -1655,10 +1659,11 @@ def _param_names(node: ast.FunctionDef) -> set[str]:
     return {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
 
 
-def _members(fx: _Facts, node: ast.ClassDef) -> set[str]:
+def _members(fx: _Facts, node: ast.ClassDef, held: dict[str, str] | None = None) -> set[str]:
     """Other objects a class holds: `self.net = net` (an `__init__` parameter) or `self.net =
     Decoder(...)` (a class this file defines or imports from outside torch), at the top level of its
-    `__init__`; their attributes (`self.net.looped`) read as the project's classes set them."""
+    `__init__`; their attributes (`self.net.looped`) read as the project's classes set them. `held`
+    receives attribute -> reference of the ones it builds (`rotary_embedding` -> `l:RotaryEmbedding`)."""
     init = _init_of(node)
     if init is None:
         return set()
@@ -1672,6 +1677,8 @@ def _members(fx: _Facts, node: ast.ClassDef) -> set[str]:
         built = ref is not None and (ref.startswith("l:") or (ref.startswith("q:") and ref[2:].split(".")[0] != "torch"))
         if len(target) == 2 and target[0] == "self" and ((type(v) is ast.Name and v.id in params) or built):
             out.add(target[1])
+            if built and held is not None:
+                held[target[1]] = ref
     return out
 
 
