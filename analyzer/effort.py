@@ -98,6 +98,12 @@ SHARED_CATEGORIES = ("dynamic-shape", "unsupported-op")  # families of fixes on 
 HELPERS = "T-triton-helpers"  # @triton.jit device functions: part of the kernels that call them
 # A check that rejects every device but CUDA: in a kernel wrapper whose port is a task, part of that task.
 CUDA_CHECKS = frozenset({"NR1019"})
+# A CUDA probe that chooses a device (is the GPU there, how many) in a function that names a CUDA
+# device selects between that device and another: one edit with the device literal (sites()). A probe
+# that describes the device (capability, properties) is folded only on the literal's own line.
+DEVICE_PROBES = frozenset({"NR1005"})
+SELECTING_PROBES = frozenset({"is_available", "device_count"})
+DEVICE_LITERALS = frozenset({"NR1001", "NR1002", "NR1003", "NR1004"})
 
 MECHANICAL = ("device", "distributed", "precision", "compile", "host-sync", "dependency")
 FAMILY_TITLES = {
@@ -896,6 +902,61 @@ class _Planner:
                             rules=rules, details=d.details))
         return out
 
+    def sites(self) -> dict[int, int]:
+        """Findings that are another line of an edit a finding of the same task already counts, each
+        to that primary (the finding a reader acts on); docs/effort-model.md, "Sites". Each rule folds only
+        where the second line is unambiguously the same edit, all within one file:
+        - a CUDA setting of a CMake build file after the first of that file (the build is ported once);
+        - a Triton autotune or heuristics decorator of a kernel whose own finding sits in the same file
+          (the decorator goes with the kernel's rewrite). A launch is not folded: replacing it by a
+          call of the new kernel is an edit of the caller, and the hand audits judge launches items;
+        - a CUDA check a kernel or library task holds (wrapped_checks): a site of that task's first
+          finding in the same function (the port replaces what it protects);
+        - a CUDA probe that chooses a device (is_available, device_count) in a function that names a
+          CUDA device: a site of that device literal (the nearest), the probe choosing between it and
+          another device; any probe on a device literal's own line (module level too) is a site of it.
+        A site keeps its context and its task, and so its cost: the figures do not change."""
+        task_of = {i: d.id for d in self.drafts.values() for i in d.idx}
+        order = sorted(task_of, key=lambda i: self.findings[i].sort_key())
+        out: dict[int, int] = {}
+        build_first: dict[tuple[str, str], int] = {}
+        kernel_at: dict[tuple[str, str, str], int] = {}  # (task, path, kernel) -> its NR1801-style finding
+        literals: dict[tuple[str, str, str], list[int]] = {}  # (task, path, function) -> device literals
+        for i in order:
+            f = self.findings[i]
+            if self.cmake_build(f):
+                first = build_first.setdefault((f.path, task_of[i]), i)
+                if first != i:
+                    out[i] = first
+            elif self.costing(f) == "triton-kernel" and f.kernel_facts.kernel:
+                kernel_at.setdefault((task_of[i], f.path, f.kernel_facts.kernel), i)
+            elif f.rule in DEVICE_LITERALS:
+                literals.setdefault((task_of[i], f.path, f.scope), []).append(i)
+        for i in order:
+            f = self.findings[i]
+            if self.costing(f) == "triton-autotune":
+                kernel = kernel_at.get((task_of[i], f.path, f.kernel_facts.kernel or f.symbol))
+                if kernel is not None:
+                    out[i] = kernel
+            elif f.rule in DEVICE_PROBES:
+                selects = bool(f.scope) and f.symbol.rsplit(".", 1)[-1] in SELECTING_PROBES
+                near = [j for j in literals.get((task_of[i], f.path, f.scope), ())
+                        if selects or self.findings[j].line == f.line]
+                if near:
+                    out[i] = min(near, key=lambda j: (abs(self.findings[j].line - f.line), self.findings[j].line))
+        for i, tid in self.checks.items():
+            f = self.findings[i]
+            first = next((j for j in order if task_of[j] == tid and j not in self.checks
+                          and (self.findings[j].path, self.findings[j].scope) == (f.path, f.scope)), None)
+            if first is not None:
+                out[i] = first
+        for i in list(out):  # a primary that is itself a site hands on its own primary
+            seen = {i}
+            while out[i] in out and out[i] not in seen:
+                seen.add(out[i])
+                out[i] = out[out[i]]
+        return out
+
     def variables(self) -> list[tuple[str, float, float, float]]:
         out = [(d.key, d.cost.low, d.cost.likely, d.cost.high) for d in self.drafts.values() if d.key]
         out += [(k, r.low, r.likely, r.high) for k, r in self.shared]
@@ -947,6 +1008,10 @@ def estimate(findings: list[Finding], catalog: Catalog, reach: "Reach | None" = 
     planner.group()
     planner.cost()
     tasks = planner.tasks()
+    for f in findings:
+        f.details.pop("part_of", None)
+    for i, j in sorted(planner.sites().items()):
+        findings[i].details["part_of"] = findings[j].site_name
     variables = planner.variables()
     total = _add(*(Range(lo, li, hi) for _, lo, li, hi in variables)) if variables else Range(0.0, 0.0, 0.0)
     p50, p80 = quantiles(variables) if variables else (0.0, 0.0)

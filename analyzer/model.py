@@ -69,6 +69,17 @@ class Finding:
         return KernelFacts.of(self.details)
 
     @property
+    def site_name(self) -> str:
+        """"RULE path:line": how a site names its primary (`part_of`)."""
+        return f"{self.rule} {self.path}:{self.line}"
+
+    @property
+    def part_of(self) -> str:
+        """The finding whose edit this one is a second line of ("RULE path:line"), or "" for an item:
+        a site is listed under its primary, counted once (effort.py sites())."""
+        return str(self.details.get("part_of") or "")
+
+    @property
     def fix(self) -> str:
         """"safe" or "unsafe" when `neuron-ready fix` rewrites this finding, else "" (sources/__init__.py)."""
         return str(self.details.get("fix") or "")
@@ -313,6 +324,10 @@ class Report:
     def analysed(self) -> bool:
         return self.files_analysed is None or self.files_analysed > 0
 
+    def sites(self) -> int:
+        """Must-port findings that are a further line of an edit another one counts (`part_of`)."""
+        return sum(1 for f in self.findings if f.part_of)
+
     def fixable(self) -> tuple[int, int]:
         """(safe, unsafe): findings on the training path `neuron-ready fix` can rewrite."""
         kinds = [f.fix for f in self.findings]
@@ -334,6 +349,9 @@ class Report:
             "files_scanned": self.files_scanned,
             **({} if self.files_analysed is None else {"files_analysed": self.files_analysed}),
             "findings": len(self.findings),
+            # items: the must-port findings to act on; sites: the others, each a line of an item's edit
+            "items": len(self.findings) - self.sites(),
+            "sites": self.sites(),
             "score": self.estimate.score,
             "effort": self.estimate.to_dict(),
             "by_category": {c: by_category[c] for c in CATEGORIES if c in by_category},

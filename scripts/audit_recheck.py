@@ -7,6 +7,10 @@ model moves findings in and out of the must-port part; this prints, per verdict,
 findings are still must-port, and the TRUE share among the audited findings that remain. Findings
 that became must-port since the audit carry no verdict and are counted apart: the share is a
 statement about the audited set, not a new audit.
+
+A must-port finding with `part_of` is a site: a further line of an edit another finding counts, listed
+under that finding and no longer an item of its own. It counts here as moved out, to "site" (and the
+audited findings that became sites are counted apart, by verdict): an audit judges items.
 """
 
 from __future__ import annotations
@@ -47,8 +51,9 @@ def main() -> int:
         report = json.loads(path.read_text(encoding="utf-8"))
         where = collections.defaultdict(list)
         for f in report.get("findings", []) + report.get("off_path", []):
-            where[(f["rule"], f["path"].split("/", 1)[-1], f["line"])].append(f.get("context") or "off-path")
-            where[(f["rule"], f["path"], f["line"])].append(f.get("context") or "off-path")
+            ctx = "site" if f.get("part_of") and f.get("context") == "step" else f.get("context") or "off-path"
+            where[(f["rule"], f["path"].split("/", 1)[-1], f["line"])].append(ctx)
+            where[(f["rule"], f["path"], f["line"])].append(ctx)
         audited = set()
         repo_kept = collections.Counter()
         for a in by_repo[repo]:
@@ -63,15 +68,16 @@ def main() -> int:
                 moved[(a["verdict"], ctx)] += 1
                 if a["verdict"] == "TRUE":
                     true_left.append(f"  {repo} {a['rule']} {a['path']}:{a['line']} -> {ctx} (round {a['round']})")
-        new = sum(1 for f in report.get("findings", []) if (f["rule"], f["path"], f["line"]) not in audited)
+        new = sum(1 for f in report.get("findings", [])
+                  if (f["rule"], f["path"], f["line"]) not in audited and not f.get("part_of"))
         unaudited += new
         rows.append(f"| {repo} | {len(by_repo[repo])} | {sum(repo_kept.values())} | {repo_kept['TRUE']} | {new} |")
-    print("| repo | audited | still must-port | of which TRUE | must-port, not audited |")
+    print("| repo | audited | still must-port items | of which TRUE | must-port items, not audited |")
     print("|---|---:|---:|---:|---:|")
     print("\n".join(rows))
     print()
     for verdict in ("TRUE", "mis-weighted", "FALSE"):
-        print(f"{verdict}: {kept[verdict]} of {total[verdict]} still must-port")
+        print(f"{verdict}: {kept[verdict]} of {total[verdict]} still must-port items")
     remaining = sum(kept.values())
     if remaining:
         print(f"TRUE share among audited findings still must-port: {kept['TRUE']}/{remaining} "
@@ -79,10 +85,14 @@ def main() -> int:
     for n, path in enumerate(AUDITS, start=1):
         left = sum(v for (r, _), v in by_round.items() if r == n)
         print(f"round {n} ({path.rsplit('/', 1)[-1]}): {by_round[(n, 'TRUE')]} TRUE of {left} still must-port")
+    sites = {v: n for (v, c), n in moved.items() if c == "site"}
+    print("now sites (must-port, but a further line of an edit another finding counts; not items):",
+          ", ".join(f"{v}: {sites.get(v, 0)}" for v in ("TRUE", "mis-weighted", "FALSE")),
+          f"({sum(n for v, n in sites.items() if v != 'TRUE')} non-TRUE)")
     print("moved out, by verdict and new context:",
           ", ".join(f"{v} -> {c}: {n}" for (v, c), n in sorted(moved.items())))
     if true_left:
-        print("TRUE findings no longer must-port:")
+        print("TRUE findings no longer must-port items:")
         print("\n".join(sorted(true_left)))
     return 0
 

@@ -2,8 +2,9 @@
 
     python scripts/audit_sample.py REPORTS_DIR [REPORTS_DIR ...] --out DIR [--round N] [--per-repo 5] [--parts 2]
 
-Per repository (one <id>.json report each): its must-port findings (context "step") in report order,
-minus those audited in earlier rounds (docs/calibration/audit*.json, matched by repo, rule, path and
+Per repository (one <id>.json report each): its must-port items (context "step", no `part_of`: a
+site, a further line of an edit another finding counts, is judged with that finding and never drawn
+on its own) in report order, minus those audited in earlier rounds (docs/calibration/audit*.json, matched by repo, rule, path and
 line), every k-th from the first with k = ceil(n / per_repo). Repositories are dealt to the parts in
 turn (sorted by id), so each auditor gets whole repositories. Writes sample<N>-<a|b|...>.json and
 sample<N>-meta.json ([id, n, k, drawn] per repository). Deterministic: the same reports, the same sample.
@@ -45,7 +46,7 @@ def main() -> int:
     meta = []
     for n_repo, (repo, path) in enumerate(sorted(reports.items())):
         r = json.loads(path.read_text(encoding="utf-8"))
-        step = [f for f in r["findings"] if f.get("context") == "step"
+        step = [f for f in r["findings"] if f.get("context") == "step" and not f.get("part_of")
                 and (repo, f["rule"], f["path"], int(f["line"])) not in seen]
         k = math.ceil(len(step) / args.per_repo) if step else 0
         drawn = step[::k] if k else []

@@ -46,6 +46,29 @@ def statistics(findings: list[Finding]) -> list[tuple[str, str, int, str]]:
     return sorted((tuple(r) for r in counts.values()), key=lambda r: (-r[2], r[0]))  # type: ignore[misc]
 
 
+def items(findings: list[Finding]) -> list[tuple[Finding, list[Finding]]]:
+    """Each finding to act on with its sites: a finding whose `part_of` names another of the list is
+    shown under it, not as an item of its own (one whose primary is not in the list stays an item)."""
+    named: dict[str, Finding] = {}
+    for f in findings:
+        if not f.part_of:
+            named.setdefault(f.site_name, f)
+    sites: dict[int, list[Finding]] = {}
+    out: list[tuple[Finding, list[Finding]]] = []
+    for f in findings:
+        primary = named.get(f.part_of) if f.part_of else None
+        if primary is not None:
+            sites.setdefault(id(primary), []).append(f)
+        else:
+            out.append((f, sites.setdefault(id(f), [])))
+    return out
+
+
+def also_at(sites: list[Finding]) -> str:
+    """"also at a.py:3 (NR1802), a.py:9 (NR1803)": the sites of an item, for the listings."""
+    return "also at " + ", ".join(f"{f.path}:{f.line} ({f.rule})" for f in sites) if sites else ""
+
+
 def visible(findings: list[Finding], min_confidence: str | None) -> list[Finding]:
     """Findings at or above the confidence asked for (None: all of them)."""
     if min_confidence is None:

@@ -77,7 +77,8 @@ def _summary(report: Report) -> list[str]:
         _card("Effort class", _e(est.effort_class), _e(est.effort_class)),
         _card("P50 / P80", f"{_pd(est.p50)} / {_pd(est.p80)} <small>person-days</small>"),
         _card("Range", f"{_pd(est.person_days.low)}–{_pd(est.person_days.high)}"),
-        _card("Findings", f"{len(report.findings)} <small>in {plural(files, 'file')}</small>"),
+        _card("Findings", f"{len(report.findings) - report.sites()} <small>in {plural(files, 'file')}"
+                          + (f", +{plural(report.sites(), 'site')} of their edits" if report.sites() else "") + "</small>"),
         "</div>",
     ]
 
@@ -173,8 +174,10 @@ def _findings(title: str, findings: list[Finding], reason: bool = False) -> list
     if not findings:
         return []
     rows = []
-    for f in findings:
+    for f, sites in common.items(findings):  # a site of an item's edit is named in the item's row
         msg = _rich(f.message) + (' <span class="tag">fallback</span>' if f.fallback else "")
+        if sites:
+            msg += f"<br><small>{_e(common.also_at(sites))}</small>"
         row = [_loc(f), f'<a href="{_e(common.rule_url(f.rule))}">{_e(f.rule)}</a>', _e(f.category), msg, _e(f.confidence)]
         if reason:
             row.append(_e(f.details.get("off_path_reason", "")))
@@ -226,7 +229,7 @@ def render(report: Report) -> str:
         *_trace(report),
         *_breakeven(report),
         *_tasks(report),
-        *_findings(f"Must-port findings: the training step in the default configuration ({len(report.findings)})",
+        *_findings(f"Must-port findings: the training step in the default configuration ({len(report.findings) - report.sites()})",
                    report.findings),
         *([f"<p>{_e(report.fixable_line('neuron-ready fix'))}</p>"] if report.fixable_line() else []),
         *_opt_in(report),

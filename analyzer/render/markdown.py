@@ -14,7 +14,7 @@ from ..baseline import ReportDiff
 from ..model import Diagnostic, Finding, Report
 from ..numbers import pd as _pd, pd_delta, plural as _plural
 from . import trace_text
-from .common import EFFORT_DOCS, MEANING, OPT_IN_SHOWN, no_analysis, rule_url, score_text
+from .common import EFFORT_DOCS, MEANING, OPT_IN_SHOWN, items, no_analysis, rule_url, score_text
 from .safe import code, inline  # noqa: F401 - inline and code are this module's API too
 
 LIMIT = 65_000
@@ -50,8 +50,15 @@ def headline(report: Report) -> str:
     return (
         f"**Readiness {score_text(report)}** · effort **{est.effort_class}** · "
         f"P50 **{_pd(est.p50)}** / P80 **{_pd(est.p80)}** person-days · "
-        f"{_plural(len(report.findings), 'finding')} in {_plural(files, 'file')} · target `{report.target}`"
+        f"{_counted(report.findings)} in {_plural(files, 'file')} · target `{report.target}`"
     )
+
+
+def _counted(findings: list[Finding]) -> str:
+    """"12 findings" counting items; the sites of their edits, if any, in brackets."""
+    rows = items(findings)
+    sites = sum(len(s) for _, s in rows)
+    return _plural(len(rows), "finding") + (f" (+{_plural(sites, 'site')} of their edits)" if sites else "")
 
 
 def drivers(report: Report) -> list[str]:
@@ -121,12 +128,13 @@ Block = Union[str, Table]
 def finding_rows(findings: list[Finding]) -> list[str]:
     """One row per finding, the rule linked to its docs; a rule's remedy at its first row only."""
     rows, explained = [], set()
-    for f in findings:
+    for f, sites in items(findings):  # a site of an item's edit is named in the item's row
         fix = "" if f.rule in explained else inline(f.remedy)
         explained.add(f.rule)
         conf = "" if f.confidence == "high" else f" _({f.confidence} confidence)_"
+        also = (" · also at " + ", ".join(f"{_loc(x)} ({x.rule})" for x in sites)) if sites else ""
         rows.append(f"| {_loc(f)} | [{f.rule}]({rule_url(f.rule)}) | {inline(f.message)}"
-                    f"{' _(fallback)_' if f.fallback else ''}{conf} | {fix} |")
+                    f"{' _(fallback)_' if f.fallback else ''}{conf}{also} | {fix} |")
     return rows
 
 
@@ -194,7 +202,7 @@ def render(report: Report) -> str:
         blocks.append(f"Only findings that are not in the baseline are listed ({note['known']} known ones are not).")
     if report.findings:
         files = len({f.path for f in report.findings})
-        blocks.append(Table(f"{_plural(len(report.findings), 'finding')} in {_plural(files, 'file')}", finding_rows(report.findings)))
+        blocks.append(Table(f"{_counted(report.findings)} in {_plural(files, 'file')}", finding_rows(report.findings)))
         if report.fixable_line():
             blocks.append(report.fixable_line())
     elif not nothing:
@@ -257,7 +265,7 @@ def render_diff(diff: ReportDiff, lost: list[Diagnostic] = ()) -> str:
         blocks.append("\n".join(d))
     if head.findings:
         files = len({f.path for f in head.findings})
-        blocks.append(Table(f"All {_plural(len(head.findings), 'finding')} in {_plural(files, 'file')} after this change",
+        blocks.append(Table(f"All {_counted(head.findings)} in {_plural(files, 'file')} after this change",
                             finding_rows(head.findings)))
     if lost:
         blocks.append(not_analysed(list(lost), "No longer analysed", open=True))

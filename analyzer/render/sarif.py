@@ -3,7 +3,8 @@
 Conventions GitHub relies on: `ruleId` is the stable catalog id; artifact URIs are relative to the
 directory neuron-ready ran in (the repository root in CI) under `uriBaseId` %SRCROOT%; results carry
 `partialFingerprints` (the baseline fingerprint, which ignores line numbers) so an alert follows
-code that moves. Levels: a finding on a fallback path is a note; a rule whose likely effort is a
+code that moves. A site of an edit another finding counts (`part_of`) is not a result of its own but a
+`relatedLocation` of that finding's result. Levels: a finding on a fallback path is a note; a rule whose likely effort is a
 person-day or more (kernels, libraries, rewrites) is an error; the mechanical swaps are warnings.
 """
 
@@ -18,6 +19,7 @@ from urllib.parse import quote
 from ..baseline import fingerprints
 from ..catalog import Catalog, Rule, load_catalog
 from ..model import Finding, Report
+from .common import items
 from .rulepage import rule_markdown
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -80,16 +82,22 @@ def _descriptor(rule_id: str, rule: Rule | None, example: Finding) -> dict[str, 
     }
 
 
-def _result(report: Report, f: Finding, index: int, rule: Rule | None, fp: str, task: Any) -> dict[str, Any]:
-    text = f.message if f.cell is None else f"{f.message} (notebook cell {f.cell}, line {f.line})"
-    if f.remedy:
-        text += f"\nFix: {f.remedy}"
+def _location(report: Report, f: Finding) -> dict[str, Any]:
     location: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(report, f.path), "uriBaseId": SRCROOT}}
     if f.cell is None:  # a notebook's line counts within its cell, which no SARIF region can say
         region: dict[str, Any] = {"startLine": f.line, "startColumn": f.column}
         if f.snippet:
             region["snippet"] = {"text": f.snippet}
         location["region"] = region
+    return location
+
+
+def _result(report: Report, f: Finding, index: int, rule: Rule | None, fp: str, task: Any,
+            sites: list[Finding] = ()) -> dict[str, Any]:
+    text = f.message if f.cell is None else f"{f.message} (notebook cell {f.cell}, line {f.line})"
+    if f.remedy:
+        text += f"\nFix: {f.remedy}"
+    location = _location(report, f)
     props: dict[str, Any] = {
         "category": f.category,
         "confidence": f.confidence,
@@ -105,7 +113,7 @@ def _result(report: Report, f: Finding, index: int, rule: Rule | None, fp: str, 
         props["context"] = f.context
     if f.gate:
         props["gate"] = f.gate
-    return {
+    result = {
         "ruleId": f.rule,
         "ruleIndex": index,
         "level": "note" if f.fallback else rule_level(rule),
@@ -114,19 +122,27 @@ def _result(report: Report, f: Finding, index: int, rule: Rule | None, fp: str, 
         "partialFingerprints": {"primaryLocationLineHash": fp, "neuronReady/v1": fp},
         "properties": props,
     }
+    if sites:  # further lines of this edit (`part_of`): shown with it, not as results of their own
+        result["relatedLocations"] = [
+            {"id": n, "physicalLocation": _location(report, x),
+             "message": {"text": f"{x.rule}: {x.message} (a site of this edit)"}}
+            for n, x in enumerate(sites, 1)]
+    return result
 
 
 def render(report: Report, catalog: Catalog | None = None) -> str:
     catalog = catalog if catalog is not None else load_catalog()
-    used = sorted({f.rule for f in report.findings})
+    rows = items(report.findings)  # a site is a relatedLocation of its primary's result
+    used = sorted({f.rule for f, _ in rows})
     first = {}
-    for f in report.findings:
+    for f, _ in rows:
         first.setdefault(f.rule, f)
     index = {rule_id: i for i, rule_id in enumerate(used)}
     task_of = {i: t for t in report.tasks for i in t.findings}
+    at = {id(f): (i, fp) for i, (f, fp) in enumerate(zip(report.findings, fingerprints(report.findings)))}
     results = [
-        _result(report, f, index[f.rule], catalog.get(f.rule), fp, task_of.get(i))
-        for i, (f, fp) in enumerate(zip(report.findings, fingerprints(report.findings)))
+        _result(report, f, index[f.rule], catalog.get(f.rule), at[id(f)][1], task_of.get(at[id(f)][0]), sites)
+        for f, sites in rows
     ]
     notifications = [
         {

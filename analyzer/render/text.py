@@ -39,9 +39,15 @@ def _line(f: Finding, why: str | None, s) -> str:
 
 
 def _listing(fs: list[Finding], s, why=lambda f: f.details.get("off_path_reason")) -> list[str]:
-    out = [_line(f, why(f), s) for f in fs[:_LIST]]
-    if len(fs) > _LIST:
-        out.append(f"  ... and {len(fs) - _LIST} more (see --format json)")
+    """Up to _LIST items, each with its sites (common.items) on the line below."""
+    rows = common.items(fs)
+    out = []
+    for f, sites in rows[:_LIST]:
+        out.append(_line(f, why(f), s))
+        if sites:
+            out.append("      " + s(visible(common.also_at(sites)), dim=True))
+    if len(rows) > _LIST:
+        out.append(f"  ... and {len(rows) - _LIST} more (see --format json)")
     return out
 
 
@@ -112,12 +118,14 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
     if statistics:
         out.extend(_statistics(shown, rule))
     explained: set[str] = set()  # a rule's remedy is shown once, at its first finding
-    for path, group in groupby([] if statistics else shown, key=lambda f: f.path):
+    for path, group in groupby([] if statistics else common.items(shown), key=lambda row: row[0].path):
         out.append(s(visible(path), bold=True))
-        for f in group:
+        for f, sites in group:
             tag = (" (fallback)" if f.fallback else "") + trace_text.finding_tag(f)
             conf = "" if f.confidence == "high" else s(f" ({f.confidence} confidence)", dim=True)
             out.append(f"  {_loc(f):>10}  {rule(f.rule)}  {visible(f.message)}{s(tag, fg='green')}{conf}")
+            if sites:  # further lines of the same edit, counted once
+                out.append(f"{indent}{s(visible(common.also_at(sites)), dim=True)}")
             if f.rule not in explained:
                 explained.add(f.rule)
                 fix = textwrap.wrap(visible(f.remedy), width - len(indent) - 5) or [""]
@@ -137,12 +145,14 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
     out.extend(trace_text.summary_lines(report.extra.get("trace")))
     out.extend(_tasks(report, s))
     est = report.estimate
-    n = len(report.findings)
+    sites = report.sites()
+    n = len(report.findings) - sites  # items: a site is a further line of an edit counted once
     files = len({f.path for f in report.findings})
-    fb = sum(1 for f in report.findings if f.fallback)
+    fb = sum(1 for f in report.findings if f.fallback and not f.part_of)
+    more = f"{plural(sites, 'more site')} of these edits, " if sites else ""
     out.append(
         f"{plural(n, 'finding')} in {plural(files, 'file')} "
-        f"({fb} with a fallback, {report.suppressed} suppressed) · {plural(report.files_scanned, 'file')} scanned · target {report.target}"
+        f"({more}{fb} with a fallback, {report.suppressed} suppressed) · {plural(report.files_scanned, 'file')} scanned · target {report.target}"
         + (f" ({visible(report.extra['target_from'])})" if report.extra.get("target_from") else "")
     )
     if report.fixable_line():

@@ -1,0 +1,173 @@
+"""One edit, one item (effort.py `_Planner.sites`, docs/effort-model.md "Sites"): a further line of an
+edit a finding of the same task already counts keeps its context and task, names that finding in
+`part_of`, and is listed under it (text, Markdown, SARIF), never as an item of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scanning import write_tree as tree
+from test_cuda_checks import TRAIN
+from neuron_ready.config import Settings
+from neuron_ready.engine import run_scan
+from neuron_ready.render import markdown, sarif, text
+
+
+def scan(root: Path):
+    return run_scan(Settings(root=root, cache=False)).report
+
+
+def sites(report) -> dict[tuple[str, int], str]:
+    return {(f.rule, f.line): f.part_of for f in report.findings}
+
+
+def task_of(report, rule: str, line: int) -> str:
+    i = next(i for i, f in enumerate(report.findings) if (f.rule, f.line) == (rule, line))
+    return next(t.id for t in report.tasks if i in t.findings)
+
+
+TRITON_MODEL = """\
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 128})], key=["n"])
+    @triton.jit
+    def _double(x_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
+
+    def fused(x):
+        assert x.is_cuda
+        y = x.half()
+        _double[(1,)](y, y.numel())
+        return y.float()
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+
+        def forward(self, x):
+            return fused(super().forward(x))
+    """
+
+
+def test_a_triton_kernels_decorator_and_its_wrappers_check_are_sites_and_its_launch_an_item(tmp_path):
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
+    kernel = next(f for f in report.findings if f.rule == "NR1801")
+    got = sites(report)
+    assert got[("NR1801", kernel.line)] == "" and got[("NR1803", 14)] == ""  # the launch edits the caller
+    assert got[("NR1802", 5)] == f"NR1801 model.py:{kernel.line}"
+    assert got[("NR1019", 12)] == "NR1803 model.py:14"  # the first finding of its task in its function
+    tid = task_of(report, "NR1801", kernel.line)
+    assert {task_of(report, r, n) for r, n in (("NR1802", 5), ("NR1803", 14), ("NR1019", 12))} == {tid}
+    d = report.to_dict()
+    assert d["summary"]["sites"] == 2 and d["summary"]["items"] == d["summary"]["findings"] - 2
+    assert [f["part_of"] for f in d["findings"] if f["rule"] == "NR1802"] == [f"NR1801 model.py:{kernel.line}"]
+
+
+DEVICE_MODEL = """\
+    import torch
+
+    def get_device(device="auto"):
+        if device == "auto":
+            device = "cuda"
+        device = torch.device(device)
+        if device.type == torch.device("cuda").type and not torch.cuda.is_available():
+            return torch.device("cpu")
+        return device
+
+    def count():
+        return torch.cuda.device_count()
+
+    def describe():
+        device = torch.device("cuda")
+        return device, torch.cuda.get_device_capability()
+
+    def pick():
+        if torch.cuda.device_count() > 1:
+            return torch.device("cuda:1")
+        return torch.device("cpu")
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+            self.where = get_device()
+            self.n = count()
+            self.d = describe()
+            self.p = pick()
+
+        def forward(self, x):
+            return super().forward(x.cuda())
+
+        def extra(self, x):
+            return x.cuda()
+    """
+
+
+def test_a_cuda_probe_beside_the_device_it_selects_is_a_site_and_plumbing_elsewhere_is_not(tmp_path):
+    report = scan(tree(tmp_path, {"train.py": TRAIN.replace("model(torch.ones(2, 4))", "model.extra(model(torch.ones(2, 4)))"),
+                                  "model.py": DEVICE_MODEL}))
+    got = sites(report)
+    # the probe picks between "cuda" and the CPU: a site of the nearest device literal, here its own line
+    assert got[("NR1005", 7)] == "NR1004 model.py:7"
+    assert got[("NR1004", 5)] == got[("NR1004", 7)] == ""
+    assert got[("NR1005", 12)] == ""  # a probe in a function naming no device: its own edit
+    assert got[("NR1005", 16)] == ""  # it describes the device, chooses nothing
+    assert got[("NR1005", 19)] == "NR1004 model.py:20"  # it chooses between cuda:1 and the CPU
+    assert got[("NR1001", 32)] == "" and got[("NR1001", 35)] == ""  # each `.cuda()` in its own function
+    out = text.render(report)
+    assert "also at model.py:7 (NR1005)" in out
+    assert not any("NR1005" in line and ":7:" in line for line in out.splitlines())  # not an item of its own
+
+
+CMAKE = """\
+    cmake_minimum_required(VERSION 3.18)
+    project(demo LANGUAGES CXX CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS} --expt-relaxed-constexpr")
+    set(CMAKE_CUDA_ARCHITECTURES 80)
+    add_library(demo SHARED kernel.cu)
+    """
+
+KERNEL = """\
+    __global__ void scale(float *x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] *= 2.0f;
+    }
+    """
+
+
+def test_cuda_settings_of_one_build_file_after_the_first_are_sites_of_it(tmp_path):
+    report = scan(tree(tmp_path, {"CMakeLists.txt": CMAKE, "kernel.cu": KERNEL}))
+    build = sorted((f.line, f.part_of) for f in report.findings if f.path == "CMakeLists.txt")
+    assert build == [(2, "")] + [(n, "NR1705 CMakeLists.txt:2") for n in (3, 4, 5, 6)]
+    assert sites(report)[("NR1703", 1)] == ""  # the kernel source is the port, an item
+    assert len({task_of(report, f.rule, f.line) for f in report.findings if f.path == "CMakeLists.txt"}) == 1
+
+
+def test_renderers_list_a_site_under_its_primary(tmp_path):
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
+    n = len(report.findings)
+    out = text.render(report)
+    assert "also at model.py:5 (NR1802)\n" in out and "also at model.py:12 (NR1019)\n" in out
+    assert f"{n - 2} findings in" in out and "2 more sites of these edits" in out
+    assert not any(" NR1802 " in line or " NR1019 " in line for line in out.splitlines())
+    md = markdown.render(report)
+    assert "also at `model.py:5` (NR1802) |" in md and "also at `model.py:12` (NR1019) |" in md
+    assert f"{n - 2} findings (+2 sites of their edits)" in md
+    results = json.loads(sarif.render(report))["runs"][0]["results"]
+    assert len(results) == n - 2 and not {"NR1802", "NR1019"} & {r["ruleId"] for r in results}
+    related = {r["ruleId"]: [x["physicalLocation"]["region"]["startLine"] for x in r.get("relatedLocations", ())]
+               for r in results}
+    assert related["NR1801"] == [5] and related["NR1803"] == [12]
+
+
+def test_the_html_report_counts_items_and_names_their_sites(tmp_path):
+    from neuron_ready.render import html
+
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
+    page = html.render(report)
+    assert f"default configuration ({len(report.findings) - 2})" in page
+    assert "also at model.py:5 (NR1802)" in page and "also at model.py:12 (NR1019)" in page
