@@ -846,6 +846,29 @@ class Graph:
         self._by_name: dict[str, list] | None = None
         self._eval_held: set[str] | None = None
         defaults.attach(self)
+        self._probe_tests()
+
+    def _probe_tests(self) -> None:
+        """Mark as CUDA-only the branches of tests that call a CUDA probe function of the project
+        (codefacts `cuda_probe`: `_is_triton_available()` answers False whenever CUDA is absent), in
+        whichever file it is defined: `if _is_triton_available():` then runs only on a CUDA device,
+        like `if torch.cuda.is_available():`. The regions are this scan's facts, marked once."""
+        probes = {f"{rel}::{name}" for rel, code in self.code.items()
+                  for name, d in code.get("defs", {}).items() if "cuda_probe" in d[3]}
+        via = [(rel, name, ref) for rel, code in self.code.items() for name, ref in code.get("probe_via", {}).items()]
+        for _ in range(3):  # `_should_use_triton` asks `_is_triton_available()` first: a probe too
+            more = {f"{rel}::{name}" for rel, name, ref in via if probes.intersection(self.resolve(rel, ref))} - probes
+            if not more:
+                break
+            probes |= more
+        if not probes:
+            return
+        for rel, code in self.code.items():
+            for index, ref in code.get("probe_tests", ()):
+                if probes.intersection(self.resolve(rel, ref)):
+                    region = code["regions"][index]
+                    region.extend([False] * (8 - len(region)))
+                    region[7] = True
 
     # ------------------------------------------------------------------ names
 
@@ -1738,6 +1761,19 @@ def decorated_at(code: dict, line: int) -> str | None:
     return None
 
 
+def running_scope(f: Finding, code: dict) -> str:
+    """The scope whose running makes a finding a concern: a kernel's decorator runs at its definition,
+    its body when launched; `@custom_op(device_types="cuda")` and `@autocast("cuda", enabled=False)`
+    act where the function they decorate runs, not where it is defined."""
+    scope = f.scope
+    kernel = f.details.get("kernel")
+    if kernel and f"{scope}.{kernel}".lstrip(".") in code.get("defs", {}):
+        return f"{scope}.{kernel}".lstrip(".")
+    if not scope and f.category in ("custom-cuda", "precision"):
+        return decorated_at(code, f.line) or scope
+    return scope
+
+
 def node_of(code: dict, rel: str, scope: str) -> str | None:
     """The innermost definition of a finding's scope that the facts know, as a node."""
     defs = code.get("defs", {})
@@ -1976,34 +2012,49 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
             f.details["context_reason"] = "a CUDA move that the forward moves to the input's device anyway: skipped on Trainium"
         elif r is not None:
             groups.setdefault((f.path, r), []).append(f)
-        elif ctx is not None and ctx.cuda_only and (node := node_of(code, f.path, f.scope)) in ctx.cuda_only:
+        elif ctx is not None and ctx.cuda_only and (node := node_of(code, f.path, running_scope(f, code))) in ctx.cuda_only:
             groups.setdefault((f.path, node), []).append(f)
     for (path, where), fs in sorted(groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         code = info_by[path].facts.get("code") or {}
         optional = isinstance(where, int) and _optional_cuda_branch(code, where)
         # the CUDA kernel path of a device check with a PyTorch path beside it (`if x.is_cuda and
         # self.use_cuda_kernel: ... else: torch_path(...)`), or what only such paths reach: Trainium runs
-        # the PyTorch path; the kernel findings stay as their fallback check, the rest never runs
+        # the PyTorch path and never this one, its kernels and GPU libraries included (a device check is
+        # False there whatever is installed, unlike `if HAS_TRITON:`, whose kernels stay a fallback to
+        # check); a device choice there (`self.device = torch.device("cuda")`) still picks the device
         beside = (_optional_cuda_branch(code, where, kernel=True) if isinstance(where, int)
                   else ctx is not None and where in ctx.auto_fallback)
         if optional or all(f.rule in housekeeping for f in fs):
             beside = False
         elif beside:
-            fs = [f for f in fs if not f.fallback or f.rule in housekeeping]
+            fs = [f for f in fs if not f.fallback or f.category in _CUDA_PATH_CATEGORIES or f.rule in housekeeping]
         else:
             continue
         if isinstance(where, int):
             gate = f"only on a CUDA device (`{code['regions'][where][5]}`)"
         else:
-            gate = f"only on a CUDA device (`{where.partition('::')[2]}` is reached only through CUDA-only branches)"
+            rel, _, scope = where.partition("::")
+            gate = f"only on a CUDA device (`{scope or rel}` is reached only through CUDA-only branches)"
+        probe = optional and ("cuda_probe" in _def_markers(code, fs[0].scope) or fs[0].scope in code.get("probe_via", {}))
         for f in fs:
             if f.context == "step":
                 f.context, f.gate = "opt-in", gate
                 f.details["feature"] = "cuda"
                 f.details["context_reason"] = (
+                    "the rest of a CUDA probe function: off CUDA it answers False, which its callers act on"
+                    if probe else
                     "a CUDA-only branch nothing after it needs (a warm-up, a compile, a refinement): skipped on Trainium"
                     if optional else "the CUDA path of a device check with a PyTorch path beside it: skipped on Trainium"
                     if beside else "CUDA-only housekeeping behind a device check: skipped on Trainium")
+
+
+def _def_markers(code: dict, scope: str) -> list:
+    d = code.get("defs", {}).get(scope) if scope else None
+    return d[3] if d is not None else []
+
+
+# What a CUDA path beside a PyTorch path brings that Trainium never runs: kernels and GPU libraries.
+_CUDA_PATH_CATEGORIES = frozenset({"triton", "custom-cuda", "gpu-library"})
 
 
 def _optional_cuda_branch(code: dict, index: int, kernel: bool = False) -> bool:
@@ -2205,12 +2256,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                                        "loaded by name from the configuration)")
     else:
         label = STEP
-        scope = f.scope
-        kernel = f.details.get("kernel")
-        if kernel and f"{scope}.{kernel}".lstrip(".") in code.get("defs", {}):
-            scope = f"{scope}.{kernel}".lstrip(".")  # a kernel's decorator runs at its definition; its body when launched
-        elif not scope and f.category == "custom-cuda":
-            scope = decorated_at(code, f.line) or scope  # `@custom_op(device_types="cuda")`: a concern where the op runs
+        scope = running_scope(f, code)
         packaging = f.path.rsplit("/", 1)[-1] in PACKAGING_FILES  # run by pip, not imported by the trainer
         span = code.get("main_span") or []
         in_main = not scope and span and span[0] <= f.line <= span[1]

@@ -89,8 +89,10 @@ def test_an_option_defaulting_to_a_cuda_check_picks_the_pytorch_path_by_itself(t
     got = found(report)
     half = got[("cuda_attn.py", 11, "NR1205")]
     assert half.context == "opt-in" and half.details["feature"] == "cuda"  # Trainium never runs the kernel path
-    kernels = [f for f in report.findings if f.path == "cuda_attn.py" and f.category == "triton"]
-    assert kernels and all(f.fallback for f in kernels)  # an automatic fallback, like `if x.is_cuda:`
+    kernels = [f for f in report.findings + report.off_path if f.path == "cuda_attn.py" and f.category == "triton"]
+    # the kernels of that path never run on Trainium either (a device check, not `if HAS_TRITON:`)
+    assert kernels and all(f.context != "step" for f in kernels)
+    assert got[("cuda_attn.py", 5, "NR1801")].context == "opt-in" and got[("cuda_attn.py", 5, "NR1801")].details["feature"] == "cuda"
 
 
 def test_a_parameter_defaulting_to_a_cuda_check_is_one(tmp_path):
@@ -246,7 +248,8 @@ def test_a_module_the_library_imports_only_lazily_follows_its_importer(tmp_path)
     root = tree(tmp_path, {"pkg/__init__.py": "from .model import Net\n", "pkg/model.py": model,
                            "pkg/cuda_attn.py": CUDA_ATTN})
     got = found(scan(root))
-    assert got[("pkg/cuda_attn.py", 2, "NR1805")].fallback
+    assert got[("pkg/cuda_attn.py", 2, "NR1805")].context == "opt-in"  # imported only on the CUDA path
+    assert got[("pkg/cuda_attn.py", 5, "NR1801")].context == "opt-in"
 
 
 @pytest.mark.parametrize("moved", [True, False], ids=["moved-in-forward", "not-moved"])
@@ -270,3 +273,153 @@ def test_a_cuda_move_the_forward_undoes_is_skipped(tmp_path, moved):
         """
     got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
     assert got[("model.py", 7, "NR1002")].context == ("opt-in" if moved else "step")
+
+
+PROBE = """\
+    import os
+    import torch
+
+
+    def _is_triton_available():
+        if os.environ.get("PKG_ENABLE_TRITON", "0") == "1":
+            return True
+        if not torch.cuda.is_available():
+            return False
+        if torch.cuda.get_device_capability("cuda") < (8, 0):
+            return False
+        try:
+            import triton  # noqa
+            return True
+        except ImportError:
+            return False
+
+
+    def pick_device():
+        if not torch.cuda.is_available():
+            return None
+        return torch.device("cuda")
+
+
+    def should_use_triton(x):
+        if not int(os.getenv("PKG_TILED_TRITON", "1")):
+            return False
+        if not _is_triton_available():
+            return False
+        return torch.cuda.get_device_capability(x.device) >= (8, 0)
+    """
+
+
+def test_a_function_that_answers_false_without_cuda_is_a_cuda_check_in_other_files(tmp_path):
+    """A probe function (False whenever CUDA is absent, an environment override aside) makes the
+    tests that call it CUDA checks wherever they are: the kernel path behind `if
+    pkg._is_triton_available():` never runs on Trainium, and the probe's own `is_available()` is no
+    concern. A function that returns a device is no probe: its caller's test decides nothing."""
+    model = """\
+        from typing import TYPE_CHECKING
+
+        import torch
+
+        import pkg.probe
+        from pkg.probe import _is_triton_available, pick_device, should_use_triton
+
+        if TYPE_CHECKING or _is_triton_available():
+            torch.backends.cuda.matmul.allow_tf32 = True
+        else:
+            pass
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                if pkg.probe._is_triton_available():
+                    from .cuda_attn import fused
+                    out = fused(self.proj(x))
+                else:
+                    out = torch.relu(self.proj(x))
+                if pick_device():
+                    torch.cuda.synchronize()
+                if should_use_triton(x):
+                    torch.cuda.synchronize()
+                return out
+        """
+    root = tree(tmp_path, {"pkg/__init__.py": "from .model import Net\n", "pkg/probe.py": PROBE,
+                           "pkg/model.py": model, "pkg/cuda_attn.py": CUDA_ATTN})
+    got = found(scan(root))
+    for line, rule in ((8, "NR1005"), (10, "NR1005")):  # the probe's own questions
+        f = got[("pkg/probe.py", line, rule)]
+        assert f.context == "opt-in" and f.details["feature"] == "cuda", (line, rule, f.context)
+        assert "probe function" in f.details["context_reason"]
+    assert got[("pkg/probe.py", 20, "NR1005")].context == "step"  # returns a device: not a probe
+    assert got[("pkg/model.py", 9, "NR1014")].context == "opt-in"  # `TYPE_CHECKING or` the probe: only on CUDA
+    assert got[("pkg/cuda_attn.py", 5, "NR1801")].context == "opt-in"  # imported and called only there
+    assert got[("pkg/model.py", 26, "NR1007")].context == "step"  # `if pick_device():` is no CUDA check
+    # a function that asks a probe first (`if not _is_triton_available(): return False`) is one too
+    assert got[("pkg/probe.py", 30, "NR1005")].context == "opt-in"
+    assert got[("pkg/model.py", 28, "NR1007")].context == "opt-in"
+
+
+@pytest.mark.parametrize("src, probe", [
+    ("def f():\n    return HAVE_TRITON and torch.cuda.is_available()\n", True),
+    ("def f():\n    '''doc'''\n    ok = 1\n    if not torch.cuda.is_available():\n        return False\n"
+     "    return torch.cuda.get_device_capability()[0] >= 8\n", True),
+    ("def f():\n    if HAS_TPU:\n        return True\n    if not torch.cuda.is_available():\n        return False\n"
+     "    return True\n", False),  # a flag before the check may answer True without CUDA
+    ("def f():\n    if not torch.cuda.is_available():\n        return False\n    return torch.device('cuda')\n", False),
+    ("def f():\n    if not torch.cuda.is_available():\n        return True\n    return False\n", False),
+    ("def f():\n    return torch.cuda.is_available() or HAS_XLA\n", False),
+], ids=["one-return", "early-return", "flag-first", "returns-device", "true-off-cuda", "or-another"])
+def test_what_a_cuda_probe_function_is(src, probe):
+    import ast
+
+    from neuron_ready.sources.codefacts import cuda_probe
+
+    assert cuda_probe(ast.parse(src).body[0]) is probe
+
+
+def test_a_capability_flag_keeps_its_kernels_a_fallback_and_a_decorator_runs_with_its_function(tmp_path):
+    """`if HAS_TRITON:` may hold on a Trainium host (Triton installs from PyPI): its kernels stay a
+    fallback to check. `@autocast("cuda", enabled=False)` acts where the function it decorates runs:
+    on the CUDA path alone, it is that path's."""
+    model = """\
+        import torch
+        from torch.amp import autocast
+
+        try:
+            import triton  # noqa
+            HAS_TRITON = True
+        except ImportError:
+            HAS_TRITON = False
+
+
+        @autocast("cuda", enabled=False)
+        def cuda_path(x):
+            return x * 2
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                if HAS_TRITON:
+                    from .cuda_attn import fused
+                    out = fused(self.proj(x))
+                else:
+                    out = torch.relu(self.proj(x))
+                if x.is_cuda:
+                    out = cuda_path(out)
+                else:
+                    out = out * 2
+                return out
+        """
+    root = tree(tmp_path, {"pkg/__init__.py": "from .model import Net\n", "pkg/model.py": model,
+                           "pkg/cuda_attn.py": CUDA_ATTN})
+    got = found(scan(root))
+    kernel = got[("pkg/cuda_attn.py", 5, "NR1801")]
+    assert kernel.context == "step"  # still a concern (a fallback or a switch), not the `cuda` feature
+    deco = got[("pkg/model.py", 11, "NR1202")]
+    assert deco.context == "opt-in" and deco.details["feature"] == "cuda"

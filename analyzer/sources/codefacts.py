@@ -214,6 +214,8 @@ class _Facts:
         self.lambdas: dict[str, list[list[int]]] = {}  # construction and checkpoint functions: lambda line spans
         self.host_paths: list[list[int]] = []  # [CUDA branch region, host branch region] (module docstring)
         self.cuda_optional: list[int] = []  # CUDA-only regions nothing after them needs (`_refines`)
+        self.probe_tests: list[list] = []  # [region, reference]: CUDA-only when the function called is a CUDA probe
+        self.probe_via: dict[str, str] = {}  # function -> the function whose answer it passes on (`cuda_probe`)
         self.gives_up: list[int] = []  # branches of a setting's test that only raise, assert or exit
         self.cuda_optional_lines: list[list[int]] = []  # [first, last] line of a CUDA move undone anyway (`_moved_anyway`)
         self.held: dict[str, dict[str, str]] = {}  # class -> attribute its `__init__` builds -> the class's reference
@@ -417,6 +419,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("handed", sorted(fx.handed)),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
                        ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
+                       ("probe_tests", fx.probe_tests), ("probe_via", fx.probe_via),
                        ("gives_up", fx.gives_up),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
                        ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas), ("held", fx.held)):
@@ -638,6 +641,11 @@ class _Walk:
         inner, rebound = _statement_names(node)
         self.type_only = _type_only_locals(node, rebound)
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
+        probe = cuda_probe(node, self.cuda_locals, self.negated_probe)
+        if probe is True:
+            markers.append("cuda_probe")  # its callers' tests are CUDA checks (context.py `probe_tests`)
+        elif probe:
+            fx.probe_via[name] = probe  # a probe when the function it asks first is one (context.py)
         self.scopes.append(node)
         own = _option_params(node, rebound)
         attrs = self.attrs if self.cls is not None else {}
@@ -667,7 +675,7 @@ class _Walk:
         if kind == "m" and node.name == "__init__" and self.cls and CONFIG_CLASS.search(self.cls.rsplit(".", 1)[-1]):
             for pname, value in _all_param_defaults(node):
                 fx.options.append([pname, value, node.lineno])
-        self.function_body(node.body, node.end_lineno or node.lineno)
+        self.function_body(node.body, node.end_lineno or node.lineno, probe)
         self.nested.pop()
         self.scopes.pop()
         (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
@@ -721,10 +729,12 @@ class _Walk:
                 table[key] = sorted(refs)
         return table or None
 
-    def function_body(self, stmts: list[ast.stmt], end: int) -> None:
+    def function_body(self, stmts: list[ast.stmt], end: int, probe: bool | str = False) -> None:
         """A function's statements. `if not torch.cuda.is_available(): return ...` at its top level
         leaves the rest of the function to CUDA devices alone (the early return dominates it): the
-        rest, with the test (the device check itself), is a CUDA-only region; the return branch is not."""
+        rest, with the test (the device check itself), is a CUDA-only region; the return branch is not.
+        In a CUDA probe function (`cuda_probe`) that rest only answers the question on a GPU: off CUDA
+        the function answers False, which is what its callers need, so nothing after it is lost."""
         fx = self.fx
         for i, st in enumerate(stmts):
             before = len(fx.regions)
@@ -736,7 +746,9 @@ class _Walk:
                 fx.regions.append([st.lineno, end, ["cuda"], "body", self.region,
                                    f"if {_text(st.test)}: return", False, True, [ret[0], ret[1]]])  # ... and is not CUDA-only
                 self.region = len(fx.regions) - 1
-                if _computes(st.body):  # `if not x.is_cuda: return f(x)`: the return branch is a host path
+                if probe:
+                    fx.cuda_optional.append(self.region)  # `if not torch.cuda.is_available(): return False`
+                elif _computes(st.body):  # `if not x.is_cuda: return f(x)`: the return branch is a host path
                     fx.host_paths.append([self.region, before])
                 elif _refines(stmts[i + 1:], self.scopes[-1], st.lineno, end):
                     fx.cuda_optional.append(self.region)  # a bare return, and the rest only refines
@@ -749,6 +761,17 @@ class _Walk:
                 fx.regions.append([rest_start, end, c[1] if negated else c, "body" if negated else "else", self.region,
                                    _text(st.test.operand if negated and type(st.test) is ast.UnaryOp else st.test), False, False])
                 self.region = len(fx.regions) - 1
+            elif (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return and capability_test(st.test)
+                    and (ref := self.negated_probe(st.test)) is not None):
+                # `if not _is_triton_available(): return ...`: the rest runs only on CUDA when the function
+                # it asks is a CUDA probe (context.py marks it); in a probe asking it, nothing is lost
+                hole = [st.body[0].lineno, st.end_lineno or st.lineno]
+                fx.regions.append([st.lineno, end, ["cap"], "body", self.region, f"if {_text(st.test)}: return",
+                                   False, False, hole])
+                self.region = len(fx.regions) - 1
+                fx.probe_tests.append([self.region, ref])
+                if probe == ref:
+                    fx.cuda_optional.append(self.region)
 
     def markers(self, node: ast.FunctionDef, kind: str) -> list[str]:
         out = []
@@ -946,7 +969,14 @@ class _Walk:
         # `if torch.cuda.is_available(): ... else: raise NotImplementedError`: CUDA is required, so the
         # CUDA branch is the only path and never skipped (the device check itself still reads it)
         cuda_only = cuda if cuda and not _gives_up(node.orelse if cuda == "body" else node.body) else None
-        if not config and kernel_branch is None and cuda is None:
+        # `if _is_triton_available():`: a CUDA check when the project function it calls is a CUDA probe
+        # (known across files: context.py reads `probe_tests`); the branch that would run only on CUDA
+        probe = None
+        if cuda is None and (probe := self.probe_test(test)) is not None:
+            if (_gives_up(node.orelse if probe[1] == "body" else node.body) or (probe[1] == "else" and not node.orelse)
+                    or not (config or kernel_branch or capability_test(test))):
+                probe = None  # a region only for a test named for a capability: not every `if f():`
+        if not config and kernel_branch is None and cuda is None and probe is None:
             self.body(node.body)
             self.body(node.orelse)
             return
@@ -961,6 +991,8 @@ class _Walk:
         # reads a local, yet the branch is skipped on Trainium all the same)
         fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda_only == "body"])
         self.region = body = len(fx.regions) - 1
+        if probe is not None and probe[1] == "body":
+            fx.probe_tests.append([body, probe[0]])
         if config and _gives_up(node.body):
             fx.gives_up.append(body)
         if cuda_only == "body" and _refines(node.body, self.scopes[-1], node.lineno, body_end, node.orelse):
@@ -972,6 +1004,8 @@ class _Walk:
             end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
             fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else", cuda_only == "else"])
             self.region = other = len(fx.regions) - 1
+            if probe is not None and probe[1] == "else":
+                fx.probe_tests.append([other, probe[0]])
             if config and _gives_up(node.orelse):
                 fx.gives_up.append(other)
             self.body(node.orelse)
@@ -999,6 +1033,35 @@ class _Walk:
             self.expr(arm)
             self.region = parent
         return True
+
+    def negated_probe(self, test: ast.AST) -> str | None:
+        """The reference of the project function `if not f():` asks (see `probe_test`)."""
+        if type(test) is not ast.UnaryOp or type(test.op) is not ast.Not or type(test.operand) is not ast.Call:
+            return None
+        p = self.probe_test(test)
+        return p[0] if p is not None and p[1] == "else" else None
+
+    def probe_test(self, test: ast.AST) -> tuple[str, str] | None:
+        """(reference, branch) when an `if` test is a call of a project function (`_is_triton_available()`,
+        `xformers._is_triton_available()`) that decides it on its own: "body" for the call, a
+        conjunction with it or `TYPE_CHECKING or` it (False at run time), "else" for its negation."""
+        t = type(test)
+        if t is ast.UnaryOp and type(test.op) is ast.Not:
+            inner = self.probe_test(test.operand)
+            return None if inner is None else (inner[0], "else" if inner[1] == "body" else "body")
+        if t is ast.BoolOp:
+            rest = [v for v in test.values if not (type(test.op) is ast.Or and _chain(v) and _chain(v)[-1] == "TYPE_CHECKING")]
+            if type(test.op) is ast.Or and len(rest) == 1:
+                return self.probe_test(rest[0])
+            if type(test.op) is ast.And:
+                found = [p for v in rest if (p := self.probe_test(v)) is not None and p[1] == "body"]
+                return found[0] if found else None
+            return None
+        if t is ast.Call and not test.keywords and type(test.func) in (ast.Name, ast.Attribute):
+            parts = _chain(test.func)
+            ref = self.fx.ref_of(parts, self.cls, self.nested) if parts else None
+            return (ref, "body") if ref is not None and ref[:2] in ("l:", "q:") else None
+        return None
 
     def capability_guard(self, node: ast.If) -> str | None:
         """"body" or "else": the branch of a capability check (`if HAS_TRITON`, `if x.is_cuda`,
@@ -1801,6 +1864,65 @@ def _range_bound(it: ast.AST) -> ast.AST | None:
     if type(it) is ast.Call and _chain(it.func) == ["range"] and len(it.args) == 1 and not it.keywords:
         return it.args[0]
     return None
+
+
+def cuda_probe(node: ast.FunctionDef, cuda_locals: Collection[str] = (), via=None) -> bool | str:
+    """A function that answers False (or None) whenever CUDA is absent, in the default configuration:
+    every `return` gives a truth value (a bool or None literal, a comparison, a CUDA check, `not`,
+    `and`/`or` of such), and either its body is one `return` of a CUDA check (`return HAVE_TRITON and
+    torch.cuda.is_available()`), or a top-level `if not torch.cuda.is_available(): return False` is
+    reached first: only a docstring, local assignments and `if <setting>: return ...` (an override
+    the user sets, `if os.environ.get("X_ENABLE_TRITON", "0") == "1": return True`) come before it.
+    With `via` (a test -> the reference of the project function it negates, `if not
+    _is_triton_available():`), that reference when such a test decides instead: a probe when that
+    function is one (context.py follows it across files)."""
+    body = node.body[1:] if node.body and type(node.body[0]) is ast.Expr and type(node.body[0].value) is ast.Constant else node.body
+    answer = _answers_false_off_cuda(body, cuda_locals, via) if body else False
+    if not answer:
+        return False
+    stack: list[ast.AST] = list(body)  # the shape holds: every return must give a truth value
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            continue
+        if t is ast.Return and (n.value is None or not _truth_value(n.value, cuda_locals)):
+            return False
+        stack.extend(ast.iter_child_nodes(n))
+    return answer
+
+
+def _answers_false_off_cuda(body: list[ast.stmt], cuda_locals: Collection[str], via=None) -> bool | str:
+    if len(body) == 1 and type(body[0]) is ast.Return:
+        return body[0].value is not None and cuda_check(body[0].value, cuda_locals) == "body"
+    for st in body:
+        t = type(st)
+        if t is ast.If and not st.orelse and len(st.body) == 1 and type(st.body[0]) is ast.Return:
+            falsy = st.body[0].value is not None and _literal(st.body[0].value) in (False, None)
+            if cuda_check(st.test, cuda_locals) == "else":
+                return falsy
+            if via is not None and (ref := via(st.test)) is not None:
+                return ref if falsy else False
+            if _option_only(_Facts("", False).cond(st.test, {})):
+                continue  # an override the user turns on
+            return False
+        if t is ast.Assign and all(type(x) is ast.Name for x in st.targets):
+            continue
+        return False
+    return False
+
+
+def _truth_value(v: ast.AST, cuda_locals: Collection[str]) -> bool:
+    t = type(v)
+    if t is ast.Constant:
+        return v.value is None or type(v.value) is bool
+    if t is ast.Compare or cuda_check(v, cuda_locals) is not None:
+        return True
+    if t is ast.UnaryOp and type(v.op) is ast.Not:
+        return True
+    if t is ast.BoolOp:
+        return all(_truth_value(x, cuda_locals) or type(x) in (ast.Name, ast.Attribute) for x in v.values)
+    return False
 
 
 def _over_cuda_devices(it: ast.AST) -> bool:
