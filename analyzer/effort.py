@@ -915,6 +915,10 @@ class _Planner:
         - a CUDA probe that chooses a device (is_available, device_count) in a function that names a
           CUDA device: a site of that device literal (the nearest), the probe choosing between it and
           another device; any probe on a device literal's own line (module level too) is a site of it.
+        - a further CUDA device literal in one function (a site of its first: the function's device
+          choice is one edit; literals in different functions stay items);
+        - a further dynamic shape in one function (a site of its first: the task is that function's
+          fixed-shape redesign, one pad or bucket for the gathers after one `nonzero`).
         A site keeps its context and its task, and so its cost: the figures do not change."""
         task_of = {i: d.id for d in self.drafts.values() for i in d.idx}
         order = sorted(task_of, key=lambda i: self.findings[i].sort_key())
@@ -922,6 +926,7 @@ class _Planner:
         build_first: dict[tuple[str, str], int] = {}
         kernel_at: dict[tuple[str, str, str], int] = {}  # (task, path, kernel) -> its NR1801-style finding
         literals: dict[tuple[str, str, str], list[int]] = {}  # (task, path, function) -> device literals
+        shapes_first: dict[str, int] = {}  # a function's fixed-shapes task -> its first finding
         for i in order:
             f = self.findings[i]
             if self.cmake_build(f):
@@ -932,6 +937,13 @@ class _Planner:
                 kernel_at.setdefault((task_of[i], f.path, f.kernel_facts.kernel), i)
             elif f.rule in DEVICE_LITERALS:
                 literals.setdefault((task_of[i], f.path, f.scope), []).append(i)
+            elif f.category == "dynamic-shape" and f.scope:
+                first = shapes_first.setdefault(task_of[i], i)  # the task is the function's shapes
+                if first != i:
+                    out[i] = first
+        for key, found in literals.items():
+            if key[2]:  # one function's device choice is one edit, whatever its number of lines
+                out.update((j, found[0]) for j in found[1:])
         for i in order:
             f = self.findings[i]
             if self.costing(f) == "triton-autotune":

@@ -110,16 +110,51 @@ def test_a_cuda_probe_beside_the_device_it_selects_is_a_site_and_plumbing_elsewh
     report = scan(tree(tmp_path, {"train.py": TRAIN.replace("model(torch.ones(2, 4))", "model.extra(model(torch.ones(2, 4)))"),
                                   "model.py": DEVICE_MODEL}))
     got = sites(report)
-    # the probe picks between "cuda" and the CPU: a site of the nearest device literal, here its own line
-    assert got[("NR1005", 7)] == "NR1004 model.py:7"
-    assert got[("NR1004", 5)] == got[("NR1004", 7)] == ""
+    # the probe picks between "cuda" and the CPU: a site of the nearest device literal (its own line),
+    # which is itself a further line of the function's one device choice: both name its first literal
+    assert got[("NR1005", 7)] == got[("NR1004", 7)] == "NR1004 model.py:5"
+    assert got[("NR1004", 5)] == ""
     assert got[("NR1005", 12)] == ""  # a probe in a function naming no device: its own edit
     assert got[("NR1005", 16)] == ""  # it describes the device, chooses nothing
     assert got[("NR1005", 19)] == "NR1004 model.py:20"  # it chooses between cuda:1 and the CPU
     assert got[("NR1001", 32)] == "" and got[("NR1001", 35)] == ""  # each `.cuda()` in its own function
     out = text.render(report)
-    assert "also at model.py:7 (NR1005)" in out
+    assert "also at model.py:6 (NR1004), model.py:7 (NR1004), model.py:7 (NR1005)" in out
     assert not any("NR1005" in line and ":7:" in line for line in out.splitlines())  # not an item of its own
+
+
+SHAPES_MODEL = """\
+    import torch
+
+    def assign(scores, boxes):
+        fg = (scores > 0.5).nonzero(as_tuple=True)
+        picked = boxes[fg]
+        weights = scores[scores > 0.5]
+        return picked * weights[:, None]
+
+    def prune(x):
+        return x[x > 0]
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+
+        def forward(self, x):
+            y = super().forward(x)
+            return assign(y[:, 0], y).sum() + prune(y).sum()
+    """
+
+
+def test_further_dynamic_shapes_of_one_function_are_sites_of_its_first(tmp_path):
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": SHAPES_MODEL}))
+    shapes = sorted((f.scope, f.line, f.part_of) for f in report.findings if f.category == "dynamic-shape")
+    first = next((line, rule) for scope, line, _ in shapes if scope == "assign"
+                 for rule in [next(f.rule for f in report.findings if f.line == line and f.category == "dynamic-shape")])
+    in_assign = [(line, part) for scope, line, part in shapes if scope == "assign"]
+    assert len(in_assign) == 2 and in_assign[0] == (first[0], "")
+    assert all(part == f"{first[1]} model.py:{first[0]}" for _line, part in in_assign[1:])
+    assert [part for scope, _line, part in shapes if scope == "prune"] == [""]  # another function: its own item
+    assert len({task_of(report, f.rule, f.line) for f in report.findings if f.scope == "assign"}) == 1
 
 
 CMAKE = """\

@@ -126,11 +126,14 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
             out.append(f"  {_loc(f):>10}  {rule(f.rule)}  {visible(f.message)}{s(tag, fg='green')}{conf}")
             if sites:  # further lines of the same edit, counted once
                 out.append(f"{indent}{s(visible(common.also_at(sites)), dim=True)}")
-            if f.rule not in explained:
-                explained.add(f.rule)
-                fix = textwrap.wrap(visible(f.remedy), width - len(indent) - 5) or [""]
-                out.append(f"{indent}{s('fix:', dim=True)} {fix[0]}")
-                out.extend(f"{indent}     {line}" for line in fix[1:])
+            for g in [f] + [x for x in sites if x.rule != f.rule]:  # a site's own rule is explained too
+                if g.rule in explained:
+                    continue
+                explained.add(g.rule)
+                label = "fix:" if g is f else f"fix ({g.rule}):"
+                fix = textwrap.wrap(visible(g.remedy), width - len(indent) - len(label) - 1) or [""]
+                out.append(f"{indent}{s(label, dim=True)} {fix[0]}")
+                out.extend(f"{indent}{' ' * (len(label) + 1)}{line}" for line in fix[1:])
         out.append("")
     hidden = len(report.findings) - len(shown)
     if hidden:
