@@ -11,7 +11,7 @@ from scanning import write_tree as tree
 from test_cuda_checks import TRAIN
 from neuron_ready.config import Settings
 from neuron_ready.engine import run_scan
-from neuron_ready.render import markdown, sarif, text
+from neuron_ready.render import common, markdown, sarif, text
 
 
 def scan(root: Path):
@@ -192,6 +192,8 @@ def test_renderers_list_a_site_under_its_primary(tmp_path):
     md = markdown.render(report)
     assert "also at `model.py:5` (NR1802) |" in md and "also at `model.py:12` (NR1019) |" in md
     assert f"{n - 2} findings (+2 sites of their edits)" in md
+    # no row is NR1802's, so its remedy and link are in the row of the kernel it is a site of
+    assert md.count(f"[NR1802]({common.rule_url('NR1802')}): ") == 1
     results = json.loads(sarif.render(report))["runs"][0]["results"]
     assert len(results) == n - 2 and not {"NR1802", "NR1019"} & {r["ruleId"] for r in results}
     related = {r["ruleId"]: [x["physicalLocation"]["region"]["startLine"] for x in r.get("relatedLocations", ())]

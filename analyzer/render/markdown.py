@@ -126,11 +126,16 @@ Block = Union[str, Table]
 
 
 def finding_rows(findings: list[Finding]) -> list[str]:
-    """One row per finding, the rule linked to its docs; a rule's remedy at its first row only."""
+    """One row per finding, the rule linked to its docs; a rule's remedy at its first row only (a
+    site's rule that no row explains yet: in the row of the item it is a site of)."""
     rows, explained = [], set()
     for f, sites in items(findings):  # a site of an item's edit is named in the item's row
         fix = "" if f.rule in explained else inline(f.remedy)
         explained.add(f.rule)
+        for x in sites:  # a site's rule no row has explained yet: its remedy here, with its link
+            if x.rule not in explained:
+                explained.add(x.rule)
+                fix += f"{' · ' if fix else ''}[{x.rule}]({rule_url(x.rule)}): {inline(x.remedy)}"
         conf = "" if f.confidence == "high" else f" _({f.confidence} confidence)_"
         also = (" · also at " + ", ".join(f"{_loc(x)} ({x.rule})" for x in sites)) if sites else ""
         rows.append(f"| {_loc(f)} | [{f.rule}]({rule_url(f.rule)}) | {inline(f.message)}"
