@@ -36,7 +36,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from .model import CONTEXTS, Finding  # noqa: F401 - CONTEXTS is the contract
+from .model import CONTEXTS, GPU_CODE_CATEGORIES, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import KEY_PATH, MAIN, regions_out, unpacked
 from .sources.setup_code import checkpoint_writes
@@ -2027,7 +2027,7 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         if optional or all(f.rule in housekeeping for f in fs):
             beside = False
         elif beside:
-            fs = [f for f in fs if not f.fallback or f.category in _CUDA_PATH_CATEGORIES or f.rule in housekeeping]
+            fs = [f for f in fs if not f.fallback or f.category in GPU_CODE_CATEGORIES or f.rule in housekeeping]
         else:
             continue
         if isinstance(where, int):
@@ -2051,10 +2051,6 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
 def _def_markers(code: dict, scope: str) -> list:
     d = code.get("defs", {}).get(scope) if scope else None
     return d[3] if d is not None else []
-
-
-# What a CUDA path beside a PyTorch path brings that Trainium never runs: kernels and GPU libraries.
-_CUDA_PATH_CATEGORIES = frozenset({"triton", "custom-cuda", "gpu-library"})
 
 
 def _optional_cuda_branch(code: dict, index: int, kernel: bool = False) -> bool:

@@ -342,6 +342,7 @@ class Report:
         return f"{safe} of these findings can be fixed automatically with {command}{more}."
 
     def to_dict(self) -> dict[str, Any]:
+        sites = self.sites()
         by_category: dict[str, int] = {}
         for f in self.findings:
             by_category[f.category] = by_category.get(f.category, 0) + 1
@@ -350,8 +351,8 @@ class Report:
             **({} if self.files_analysed is None else {"files_analysed": self.files_analysed}),
             "findings": len(self.findings),
             # items: the must-port findings to act on; sites: the others, each a line of an item's edit
-            "items": len(self.findings) - self.sites(),
-            "sites": self.sites(),
+            "items": len(self.findings) - sites,
+            "sites": sites,
             "score": self.estimate.score,
             "effort": self.estimate.to_dict(),
             "by_category": {c: by_category[c] for c in CATEGORIES if c in by_category},

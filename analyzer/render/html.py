@@ -71,14 +71,15 @@ def _table(head: list[str], rows: list[list[str]], numeric: tuple[int, ...] = ()
 def _summary(report: Report) -> list[str]:
     est = report.estimate
     files = len({f.path for f in report.findings})
+    sites = report.sites()
     return [
         '<div class="cards">',
         _card("Readiness", common.score_text(report)),
         _card("Effort class", _e(est.effort_class), _e(est.effort_class)),
         _card("P50 / P80", f"{_pd(est.p50)} / {_pd(est.p80)} <small>person-days</small>"),
         _card("Range", f"{_pd(est.person_days.low)}–{_pd(est.person_days.high)}"),
-        _card("Findings", f"{len(report.findings) - report.sites()} <small>in {plural(files, 'file')}"
-                          + (f", +{plural(report.sites(), 'site')} of their edits" if report.sites() else "") + "</small>"),
+        _card("Findings", f"{len(report.findings) - sites} <small>in {plural(files, 'file')}"
+                          + (f", +{plural(sites, 'site')} of their edits" if sites else "") + "</small>"),
         "</div>",
     ]
 

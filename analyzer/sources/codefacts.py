@@ -1927,8 +1927,8 @@ def _truth_value(v: ast.AST, cuda_locals: Collection[str]) -> bool:
 
 def _over_cuda_devices(it: ast.AST) -> bool:
     """`range(torch.cuda.device_count())`: one iteration per CUDA device, none on Trainium."""
-    return (type(it) is ast.Call and _chain(it.func) == ["range"] and len(it.args) == 1
-            and type(it.args[0]) is ast.Call and (_chain(it.args[0].func) or [])[-2:] == ["cuda", "device_count"])
+    bound = _range_bound(it)
+    return type(bound) is ast.Call and (_chain(bound.func) or [])[-2:] == ["cuda", "device_count"]
 
 
 def _cuda_cond(test: ast.AST, c: list, cuda_locals: Collection[str]) -> list:
