@@ -14,7 +14,7 @@ the same op fails the compile. So each native unsupported-op finding says which 
 
 from __future__ import annotations
 
-from .context import MAIN, STEP, UNREACHED, Context, line_gate, node_of, propagate
+from .context import MAIN, STEP, UNREACHED, Context, line_gate, node_of, propagate, split_node
 from .model import Finding
 
 CPU_FALLBACK_CATEGORY = "unsupported-op"
@@ -63,7 +63,8 @@ def mark(findings: list[Finding], infos, ctx: Context, target: str) -> list[str]
             root = node
             while root not in roots and root in parents:
                 root = parents[root]
-            what = root.partition("::")[2] or root.partition("::")[0]
+            root_rel, root_scope = split_node(root)
+            what = root_scope or root_rel
             f.details["compiled"] = roots.get(root, "")
             f.message += (f"; `{what}` is compiled (`torch.compile`, {roots.get(root, '')}), where CPU fallback is off:"
                           " the compile fails")

@@ -41,6 +41,28 @@ from .reach import _TEST_FILE, EXCLUDED_DIRS
 from .sources.codefacts import KEY_PATH, MAIN, regions_out, unpacked
 from .sources.setup_code import checkpoint_writes
 from .sources.vocab import HOST_CATEGORIES
+
+
+def split_node(node: str) -> tuple[str, str]:
+    """A call-graph node `rel::scope` as (rel, scope); a module's own node has the scope "". A scope is
+    a dotted Python name and never holds `::`, so the last `::` separates: a file or folder named
+    `a::b` (hostile or not) keeps its whole path."""
+    rel, sep, scope = node.rpartition("::")
+    return (rel, scope) if sep else (node, "")
+
+
+def node_text(node: str) -> str:
+    """A node as a reader writes it: `path:scope`, or the path alone for module code."""
+    rel, scope = split_node(node)
+    return f"{rel}:{scope}" if scope else rel
+
+
+def by_name(target: str) -> bool:
+    """Whether an edge's target is a method called by name on an object (`a:step`), not a node: a node
+    always holds `::`, so a file named `a:x.py` is never taken for one."""
+    return target.startswith("a:") and "::" not in target
+
+
 STEP, HOST, EVAL, OPTIN, UNREACHED = 0, 1, 2, 3, 9
 _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in"}
 # Rules whose edit the port needs wherever the line runs, once or not: FP16 and AMP settings decide how
@@ -145,7 +167,7 @@ class Context:
         out = [node]
         while out[-1] in self.parents and len(out) < limit:
             out.append(self.parents[out[-1]])
-        return [n.replace("::", ":") if not n.endswith("::") else n[:-2] for n in reversed(out)]
+        return [node_text(n) for n in reversed(out)]
 
 
 # ------------------------------------------------------------------------------------------ defaults
@@ -494,7 +516,7 @@ class Defaults:
         if len(nodes) != 1:
             return None
         d = self._graph.def_of(nodes[0])
-        if d is None or ref[2:].rsplit(".", 1)[-1] != nodes[0].partition("::")[2].rsplit(".", 1)[-1]:
+        if d is None or ref[2:].rsplit(".", 1)[-1] != split_node(nodes[0])[1].rsplit(".", 1)[-1]:
             return None  # `Fn.apply(...)`, an alias: an attribute of the class or another name, not its constructor
         if d[2] == "c":
             init = nodes[0] + ".__init__"
@@ -503,7 +525,7 @@ class Defaults:
 
     def signature(self, node: str) -> list:
         """The function node's parameters with a default (codefacts `signatures`); [] without a graph."""
-        rel, _, scope = node.partition("::")
+        rel, scope = split_node(node)
         if self._graph is None:
             return []
         if rel not in self._signatures:
@@ -520,12 +542,12 @@ class Defaults:
         calls = self._calls_to.get(node)
         if not calls or any(c is None or name not in c for c in calls):
             return False
-        scope = node.partition("::")[2]
+        scope = split_node(node)[1]
         own = scope[: -len(".__init__")] if scope.endswith(".__init__") else scope
-        d = self._graph.def_of(f"{node.partition('::')[0]}::{own}") if self._graph else None
+        d = self._graph.def_of(f"{split_node(node)[0]}::{own}") if self._graph else None
         if d is None or "registered" in d[3] or "hook" in d[3] or own.rsplit(".", 1)[-1] in self._loose:
             return False
-        return f"{node.partition('::')[0]}::{own}" not in self._handed_nodes
+        return f"{split_node(node)[0]}::{own}" not in self._handed_nodes
 
     def param_value(self, name: str, default, depth: int = 0, owner: str | None = None, path: tuple = ()):
         """The value the parameter `name` (of the function node `owner`, when known) has in the
@@ -926,13 +948,13 @@ class Graph:
     # ------------------------------------------------------------------ edges
 
     def def_of(self, node: str) -> list | None:
-        rel, _, scope = node.partition("::")
+        rel, scope = split_node(node)
         return self.code.get(rel, {}).get("defs", {}).get(scope) if scope else None
 
     def target_label(self, node: str) -> int:
         d = self.def_of(node)
         if d is None:
-            rel, _, scope = node.partition("::")
+            rel, scope = split_node(node)
             if not scope and developer_tool(rel) and rel not in self.entry_files:
                 return EVAL  # a profiler's or benchmark's module code measures a model, as its functions do
             return STEP
@@ -945,12 +967,12 @@ class Graph:
                 return EVAL
         if "eval" in markers:
             return EVAL
-        rel = node.partition("::")[0]
+        rel = split_node(node)[0]
         if developer_tool(rel) and rel not in self.entry_files:
             return EVAL  # a profiler's or benchmark's functions, and what only they call
         if "host" in markers or name in self.host_names:
             return HOST
-        if host_path(node.partition("::")[0]):
+        if host_path(split_node(node)[0]):
             return HOST  # a function of the data pipeline by its place (`data/`, `transforms/`): what only it calls is host-side too
         return STEP
 
@@ -994,7 +1016,7 @@ class Graph:
         if d is not None and d[2] == "c" and depth < 8:
             cache[node] = False  # a cycle of bases derives from nothing
             out = direct(d)
-            rel = node.partition("::")[0]
+            rel = split_node(node)[0]
             for base in d[4] if not out else ():
                 if base.startswith(("q:", "l:")) and any(
                         self._derives(t, cache, direct, depth + 1) for t in self.resolve(rel, base)):
@@ -1013,7 +1035,7 @@ class Graph:
             return hit
         out: set[str] = set()
         if self.setup_node(node):
-            rel, _, scope = node.partition("::")
+            rel, scope = split_node(node)
             code = self.code.get(rel, {})
             kept = set(code.get("kept", {}).get(scope, ()))
             for ref, _region in code.get("refs", {}).get(scope, ()):
@@ -1095,7 +1117,7 @@ class Graph:
         d = self.def_of(node)
         if d is None or d[2] == "c":
             return True
-        rel, _, scope = node.partition("::")
+        rel, scope = split_node(node)
         code = self.code.get(rel, {})
         if any(name.startswith(scope + ".") for name in code.get("defs", {})):
             return True  # it defines functions: it may hand them out
@@ -1145,7 +1167,7 @@ class Graph:
                     yield target, STEP if chosen else OPTIN, g, None, False
 
     def _edges_of(self, node: str):
-        rel, _, scope = node.partition("::")
+        rel, scope = split_node(node)
         code = self.code.get(rel)
         if code is None:
             return
@@ -1326,7 +1348,7 @@ def propagate(graph: Graph, entries: list[str], skip_fallback: str | None = None
                     continue  # a branch that runs only on a CUDA device: what only it reaches, Trainium skips
             elif fb and skip_fallback and (skip_fallback == "any" or fb == skip_fallback):
                 continue  # the GPU branch of a check with a PyTorch path: what only it reaches is a fallback
-            if target.startswith("a:"):
+            if by_name(target):
                 name = target[2:]
                 new = max(lab, edge_label)
                 if new < name_label.get(name, UNREACHED):
@@ -1349,7 +1371,7 @@ def propagate(graph: Graph, entries: list[str], skip_fallback: str | None = None
             relax(target, new, g, node)
         d = graph.def_of(node)
         if d is not None and d[2] == "c":  # a reached class: its methods already called by name
-            rel, _, scope = node.partition("::")
+            rel, scope = split_node(node)
             for meth in graph.class_methods.get((rel, scope), ()):
                 nl = name_label.get(meth.rsplit(".", 1)[-1], UNREACHED)
                 if nl < UNREACHED:
@@ -1376,7 +1398,7 @@ def setup_reason(node: str, line: int, graph: Graph, ctx: Context) -> str:
     reaches it through. A library's code no start reaches (the module-level answer) runs once when
     every reference to it is a call of such code."""
     kind = graph.setup_node(node)
-    rel, _, scope = node.partition("::")
+    rel, scope = split_node(node)
     if kind and any(a <= line <= b for a, b in graph.code.get(rel, {}).get("lambdas", {}).get(scope, ())):
         return ""
     if not kind and ctx.library and node not in ctx.labels:
@@ -1417,7 +1439,7 @@ def _once_applies(f: Finding, node: str, graph: Graph) -> bool:
 
 
 def _calls_compile(graph: Graph, node: str) -> bool:
-    rel, _, scope = node.partition("::")
+    rel, scope = split_node(node)
     code = graph.code.get(rel, {})
     for ref, region in code.get("refs", {}).get(scope, ()):
         if ref in ("q:torch.compile", "q:torch._dynamo.optimize") and region_gate(code, region, rel, graph.defaults) is None:
@@ -1480,7 +1502,7 @@ def api_methods(graph: Graph, roots: list[str]) -> list[str]:
         d = graph.def_of(node)
         if d is None or d[2] != "c":
             continue
-        rel, _, scope = node.partition("::")
+        rel, scope = split_node(node)
         for meth in graph.class_methods.get((rel, scope), ()):
             if not meth.rsplit(".", 1)[-1].startswith("_"):
                 m = f"{rel}::{meth}"
@@ -1607,7 +1629,7 @@ def used_by_code(graph: Graph, rels: list[str]) -> set[str]:
         for scope, refs in graph.code.get(rel, {}).get("calls", {}).items():
             for ref in refs:
                 for target in graph.resolve(rel, ref):
-                    t_rel, _, t_scope = target.partition("::")
+                    t_rel, t_scope = split_node(target)
                     if t_scope and not (t_rel == rel and (scope == t_scope or scope.startswith(t_scope + "."))):
                         out.add(target)
     return out
@@ -1628,7 +1650,7 @@ def subcommands(graph: Graph, rel: str, func: str) -> list[tuple[str, str]]:
             continue
         seen.add(table)
         for name, refs in sorted(entries.items()):
-            out += [(name, target) for ref in refs for target in graph.resolve(owner, ref) if target.partition("::")[2]]
+            out += [(name, target) for ref in refs for target in graph.resolve(owner, ref) if split_node(target)[1]]
     return out
 
 
@@ -1647,7 +1669,7 @@ def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = 
             return node
         if d is not None and d[2] == "c":
             classes.add(node)
-            r, _, scope = node.partition("::")
+            r, scope = split_node(node)
             for meth in graph.class_methods.get((r, scope), ()):
                 if meth.rsplit(".", 1)[-1] in names and f"{r}::{meth}" not in seen:
                     seen.add(f"{r}::{meth}")
@@ -1655,7 +1677,7 @@ def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = 
         for target, label, _gate, _fb, _cu in graph.edges(node):
             if label != STEP:
                 continue
-            if target.startswith("a:"):
+            if by_name(target):
                 name = target[2:]
                 if name in names or not TRAINING_METHOD.search(name):
                     continue  # by name, only a training method counts as evidence (`.step` may be a beam search)
@@ -2033,7 +2055,7 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         if isinstance(where, int):
             gate = f"only on a CUDA device (`{code['regions'][where][5]}`)"
         else:
-            rel, _, scope = where.partition("::")
+            rel, scope = split_node(where)
             gate = f"only on a CUDA device (`{scope or rel}` is reached only through CUDA-only branches)"
         probe = optional and ("cuda_probe" in _def_markers(code, fs[0].scope) or fs[0].scope in code.get("probe_via", {}))
         for f in fs:
@@ -2194,7 +2216,7 @@ def extension_labels(graph: Graph, reach, ctx: Context) -> dict[str, tuple[int, 
 def label_native(f: Finding, ext_id: str, label_node: tuple[int, str], ctx: Context) -> None:
     """A finding in an extension's sources or build takes the context of the code that imports it."""
     label, node = label_node
-    where = node.replace("::", ":").rstrip(":")
+    where = node_text(node)
     if label == UNREACHED and ctx.library:
         label = STEP
     if label == UNREACHED:
@@ -2224,7 +2246,7 @@ def _launch_targets_of(launch: dict, rel: str, modules, info_by) -> list[str]:
 
 def _owner_class(node: str, ctx: Context, graph: Graph) -> str | None:
     """The innermost labelled class around a method node."""
-    rel, _, scope = node.partition("::")
+    rel, scope = split_node(node)
     while "." in scope:
         scope = scope.rpartition(".")[0]
         d = graph.def_of(f"{rel}::{scope}")

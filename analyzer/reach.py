@@ -576,8 +576,9 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
                 trains_cache[rel] = "trains"
             else:
                 via = context.trains_from(graph, rel)
+                via_rel, via_scope = context.split_node(via or "")
                 trains_cache[rel] = None if via is None else (
-                    "trains" if via.startswith(rel + "::") else f"calls `{via.partition('::')[2]}` ({via.partition('::')[0]}), which trains")
+                    "trains" if via_rel == rel else f"calls `{via_scope}` ({via_rel}), which trains")
         return trains_cache[rel]
 
     def usable(rel: str) -> bool:
@@ -617,7 +618,7 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
                 continue
             # a console script dispatching subcommands from a table: the ones that train are entries
             for name, node in context.subcommands(graph, rel, func) if func else ():
-                target, _, scope = node.partition("::")
+                target, scope = context.split_node(node)
                 if usable(target) and context.trains_from(graph, target, start=node):
                     found.setdefault(target, f"subcommand `{name}` of console script `{mod}:{func}`, which trains")
                     entry_functions.append((target, scope))

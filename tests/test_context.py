@@ -1027,3 +1027,45 @@ def test_a_class_named_only_in_a_type_test_runs_none_of_its_code(tmp_path):
     constructed = tree(tmp_path / "built", {"strategies.py": strategies,
                                             "train.py": train.replace("run(Strategy())", "run(FusedStrategy())")})
     assert by_context(scan(constructed), "step") == {"strategies.py:9", "strategies.py:10"}
+
+
+# Graph nodes are `rel::scope`; folder and file names are the scanned tree's, so hostile ones must not
+# split in the wrong place (`a::b/train.py::main`) or pass for a call by name (`a:`, `q:` prefixes).
+@pytest.mark.parametrize("folder", ["a::b", "q:x", "a:y", "x::", "t`r\nx::y"])
+@pytest.mark.parametrize("named", [False, True])
+def test_a_hostile_folder_name_keeps_the_training_path(tmp_path, folder, named):
+    root = tree(tmp_path, {
+        f"{folder}/train.py": """\
+            import torch
+            from model import Net
+
+            def main():
+                net = Net().cuda()
+                opt = torch.optim.SGD(net.parameters(), lr=0.1)
+                for _ in range(3):
+                    net(torch.randn(4, 8)).sum().backward()
+                    opt.step()
+
+            if __name__ == "__main__":
+                main()
+            """,
+        f"{folder}/model.py": """\
+            import torch
+
+            class Net(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.l = torch.nn.Linear(8, 8)
+
+                def forward(self, x):
+                    x = x[x > 0]
+                    return self.l(x)
+
+            def unused(x):
+                return x.nonzero()
+            """,
+    })
+    report = scan(root, entries=[f"{folder}/train.py"] if named else [])
+    assert report.extra["reach"]["entries"] == [f"{folder}/train.py"]
+    assert contexts(report) == {(f"{folder}/train.py", 5): "step", (f"{folder}/model.py", 9): "step",
+                                (f"{folder}/model.py", 13): "off-path"}
