@@ -30,6 +30,7 @@ key it cannot read, a scope name it cannot find. It never drops a finding: it re
 
 from __future__ import annotations
 
+import ast
 import functools
 import heapq
 import posixpath
@@ -757,6 +758,26 @@ def _same(a, b) -> bool:
 # ------------------------------------------------------------------------------------------ regions
 
 
+_NEGATED_OPS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn,
+                ast.NotIn: ast.In, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt}
+
+
+def negated(text: str) -> str:
+    """The test of an `else` branch as a reader would write it: `not use_cache` for `if use_cache`,
+    `impl == 'local'` for `if impl != 'local'`, `x` for `if not x`; `not (...)` around anything longer."""
+    try:
+        expr = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return f"not ({text})"
+    if type(expr) is ast.UnaryOp and type(expr.op) is ast.Not:
+        return ast.unparse(expr.operand)
+    if type(expr) is ast.Compare and len(expr.ops) == 1:
+        return ast.unparse(ast.Compare(expr.left, [_NEGATED_OPS[type(expr.ops[0])]()], expr.comparators))
+    if type(expr) in (ast.Name, ast.Attribute, ast.Call, ast.Subscript):
+        return f"not {text.strip()}"
+    return f"not ({text})"
+
+
 def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | None:
     """The first region around `index` (innermost out) that is not taken by default, as a gate."""
     for _i, region in regions_out(code.get("regions", ()), index):
@@ -770,7 +791,7 @@ def region_gate(code: dict, index: int, rel: str, defaults: Defaults) -> Gate | 
             taken = bool(v) if branch == "body" else not bool(v)
             if not taken:
                 evaluation = cond[0] == "train" or _has_train(cond) or any(EVAL_OPTION.search(n) for n in names)
-                when = text if branch == "body" else f"not ({text})"
+                when = text if branch == "body" else negated(text)
                 why = defaults.describe(cond, rel)
                 return Gate(_feature(cond) if not evaluation else "evaluation",
                             f"only when {when}" + (f" ({why})" if why else ""),

@@ -1069,3 +1069,28 @@ def test_a_hostile_folder_name_keeps_the_training_path(tmp_path, folder, named):
     assert report.extra["reach"]["entries"] == [f"{folder}/train.py"]
     assert contexts(report) == {(f"{folder}/train.py", 5): "step", (f"{folder}/model.py", 9): "step",
                                 (f"{folder}/model.py", 13): "off-path"}
+
+
+@pytest.mark.parametrize("test, gate", [
+    ("not use_par", "only when use_par (use_par defaults to False)"),
+    ("impl != 'local'", "only when impl == 'local' (impl defaults to 'none')"),
+    ("impl == 'none' and not use_par",
+     "only when not (impl == 'none' and (not use_par)) (impl defaults to 'none'; use_par defaults to False)"),
+])
+def test_the_gate_of_an_else_branch_reads_as_its_test_negated(tmp_path, test, gate):
+    """An `else` branch's gate is the negation a reader would write, not `not (not use_par)`."""
+    root = tree(tmp_path, {"train.py": f"""\
+        import torch
+
+        def step(x, use_par=False, impl="none"):
+            if {test}:
+                y = x
+            else:
+                y = x.cuda()
+            y.sum().backward()
+
+        if __name__ == "__main__":
+            step(torch.randn(4, requires_grad=True))
+        """})
+    report = scan(root)
+    assert [(f.line, f.context, f.gate) for f in report.findings + report.off_path] == [(7, "opt-in", gate)]
