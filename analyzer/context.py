@@ -850,6 +850,17 @@ def line_gate(code: dict, line: int, rel: str, defaults: Defaults) -> Gate | Non
     return region_gate(code, best, rel, defaults) if best is not None else None
 
 
+def chosen_gate(code: dict, lines: list[int], rel: str, defaults: Defaults, what: str) -> Gate | None:
+    """A keyword's value chosen only by assignments under conditions that are off by default
+    (`if use_flash_attention_2: impl = "flash_attention_2"` before `attn_implementation=impl`): the
+    keyword asks for the library only when the first of them is on."""
+    gates = [line_gate(code, line, rel, defaults) for line in lines]
+    if not gates or None in gates:
+        return None
+    first = gates[0]
+    return Gate(first.feature, f"{first.text}: the branch that gives `{what}` its value (line {lines[0]})", first.kind)
+
+
 # ------------------------------------------------------------------------------------------ graph
 
 
@@ -2329,6 +2340,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                         f.details["pytorch_path"] = True  # a setting picks the GPU path: switch, validate, optimise
         if context != "off-path":
             local = line_gate(code, f.line, f.path, defaults) if code else None
+            if local is None and code and f.details.get("value_lines"):
+                local = chosen_gate(code, f.details["value_lines"], f.path, defaults, f.symbol.split("=", 1)[0])
             markers = markers_of(code, scope) if code else set()
             if local is not None and local.kind == "evaluation":
                 label = max(label, EVAL)

@@ -1094,3 +1094,38 @@ def test_the_gate_of_an_else_branch_reads_as_its_test_negated(tmp_path, test, ga
         """})
     report = scan(root)
     assert [(f.line, f.context, f.gate) for f in report.findings + report.off_path] == [(7, "opt-in", gate)]
+
+
+def test_a_keyword_is_gated_where_its_value_is_chosen(tmp_path):
+    """`attn_implementation=impl` asks for flash-attn only through `impl = "flash_attention_2"`: under a
+    switch that is off by default that is the keyword's gate; set unconditionally it is must-port.
+    The leading function no rule matches is cut by the screen, so the lines must map back."""
+    filler = "".join(f"    total += {i}\n" for i in range(40))
+    root = tree(tmp_path, {"train.py": "def unrelated():\n    total = 0\n" + filler + "    return total\n\n\n" + textwrap.dedent("""\
+        from transformers import AutoModelForCausalLM, Trainer
+
+
+        def build(path, attn_implementation=None, use_flash_attention_2=False):
+            if use_flash_attention_2:
+                attn_implementation = "flash_attention_2"
+            if attn_implementation is None:
+                attn_implementation = "eager"
+            return AutoModelForCausalLM.from_pretrained(path, attn_implementation=attn_implementation)
+
+
+        def build_fast(path):
+            impl = "flash_attention_2"
+            return AutoModelForCausalLM.from_pretrained(path, attn_implementation=impl)
+
+
+        if __name__ == "__main__":
+            Trainer(model=build("m")).train()
+            Trainer(model=build_fast("m")).train()
+        """)})
+    report = scan(root)
+    got = {f.line: (f.context, f.gate, f.details.get("value_lines")) for f in report.findings + report.off_path}
+    assert got == {
+        54: ("opt-in", "only when use_flash_attention_2 (use_flash_attention_2 defaults to False): the branch that"
+                       " gives `attn_implementation` its value (line 51)", [51]),
+        59: ("step", None, [58]),
+    }

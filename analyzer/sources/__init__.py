@@ -352,6 +352,8 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, tre
     if reduced is not None:
         for h in res.hits:
             h.line = reduced.original_line(h.line)
+            if "value_lines" in h.details:  # python.py: where a keyword's value was chosen
+                h.details["value_lines"] = [reduced.original_line(n) for n in h.details["value_lines"]]
     return res
 
 

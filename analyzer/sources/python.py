@@ -672,7 +672,9 @@ class PythonScanner(Walker):
                     continue
                 if self.conditions.keyword_value(arg.value, clause):
                     sym = f"{arg.keyword.value}={short_code(arg.value)}"
-                    self.add(rule, clause, line, node, sym)
+                    # where the value was chosen: context.py gates the keyword by those lines too
+                    at = self.values.assigned_at(arg.value, clause)
+                    self.add(rule, clause, line, node, sym, details={"value_lines": at} if at else None)
 
     # ------------------------------------------------------------------ environment variables
 

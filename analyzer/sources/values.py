@@ -95,6 +95,7 @@ class ValueTracker:
         self.open: list[tuple[str, str]] = []  # the branches the walk is in
         self.complex_arms: dict[int, str] = {}  # id of a node in a complex-only IfExp arm -> the test
         self.busy = False  # following one step only
+        self.value_line: dict[int, int] = {}  # id of an assigned value -> the line of its assignment
         e, lv = scanner.enter, scanner.leave
         for t in (cst.FunctionDef, cst.ClassDef):
             _chain_table(e, t, self.enter_scope)
@@ -139,6 +140,7 @@ class ValueTracker:
         value = node.value
         if value is None:
             return
+        self.value_line[id(value)] = line
         for target in targets:
             key = key_of(target)
             if key is not None:
@@ -196,6 +198,20 @@ class ValueTracker:
 
     def keyword_travels(self, value: cst.CSTNode, clause) -> bool:
         return self.travels(value, lambda v: self.s.conditions.keyword_value(v, clause))
+
+    def assigned_at(self, value: cst.CSTNode, clause) -> list[int]:
+        """The lines of the assignments that gave a name the value a keyword clause asks for
+        (`impl = "flash_attention_2"` before `attn_implementation=impl`); [] when the name has a value
+        from anywhere else that asks for it (a parameter default, a loop), or the value is written there."""
+        if type(value) not in (cst.Name, cst.Attribute) or self.busy:
+            return []
+        self.busy = True
+        try:
+            hits = [v for v in self.travelled(value) if self.s.conditions.keyword_value(v, clause)]
+        finally:
+            self.busy = False
+        lines = [self.value_line.get(id(v)) for v in hits]
+        return [] if not lines or None in lines else sorted(set(lines))
 
     # ------------------------------------------------------------------ precision
 
