@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from .model import CONTEXTS, GPU_CODE_CATEGORIES, Finding  # noqa: F401 - CONTEXTS is the contract
 from .reach import _TEST_FILE, EXCLUDED_DIRS
-from .sources.codefacts import KEY_PATH, MAIN, regions_out, unpacked
+from .sources.codefacts import KEY_PATH, MAIN, REQUIRED, regions_out, unpacked
 from .sources.setup_code import checkpoint_writes
 from .sources.vocab import HOST_CATEGORIES
 
@@ -339,7 +339,9 @@ class Defaults:
             raw = cond[3] if len(cond) > 3 else cond[2]
             owner = f"{rel}::{cond[4]}" if len(cond) > 4 and cond[4] else None
             v = self.param_value(cond[1], raw, depth, owner)
-            return UNKNOWN if v is UNKNOWN else cond[2] if _same(v, raw) else v if _same(cond[2], raw) else UNKNOWN
+            if v is UNKNOWN or _same(v, REQUIRED):
+                return UNKNOWN  # a required parameter some call leaves unknown (or no call passes)
+            return cond[2] if _same(v, raw) else v if _same(cond[2], raw) else UNKNOWN
         if op == "flag":
             if depth > 3:
                 return UNKNOWN
@@ -566,7 +568,12 @@ class Defaults:
         tied = owner is not None and self._by_owner is not None
         wide = self.passed.get(name, []) if tied else self._passed_any.get(name, [])
         own = self._by_owner.get((owner, name), []) if tied else []
-        seen = [] if own and self.always_passed(owner, name) else [default]
+        # a required parameter has no default: every call passes it, but a call that passes it by a
+        # position the facts do not map (they map defaulted parameters) leaves its value unknown
+        required = _same(default, REQUIRED)
+        if required and tied and self._calls_to.get(owner) and not self.always_passed(owner, name):
+            return UNKNOWN
+        seen = [] if required or (own and self.always_passed(owner, name)) else [default]
         for rel, v, follow in [*((r, v, False) for r, v in wide), *((r, v, True) for r, v in own)]:
             if type(v) is dict and "opt" in v:  # `f(x=args.x)`: what the configuration sets
                 v = self.option(v["opt"], v.get("default", UNKNOWN))
@@ -605,7 +612,11 @@ class Defaults:
                 v = self.off.get(name, v) if v is UNKNOWN and name not in self.launched else v
                 parts.append(f"{name} defaults to {_show(v)}")
             elif kind == "param":
-                parts.append(f"{name} defaults to {_show(_param_default(cond, name))}")
+                default = _param_default(cond, name)
+                if _same(default, REQUIRED):
+                    parts.append(f"{name} is {_show(self.evaluate(_param_of_cond(cond, name), rel))} at every call")
+                else:
+                    parts.append(f"{name} defaults to {_show(default)}")
             elif kind == "pred":
                 for call in _calls_of(cond, name):
                     body = self.predicate_body(call)
@@ -718,6 +729,16 @@ def _opt_fallback(cond: list, name: str):
         if isinstance(x, list) and x and isinstance(x[0], str) and (v := _opt_fallback(x, name)) is not UNKNOWN:
             return v
     return UNKNOWN
+
+
+def _param_of_cond(cond: list, name: str) -> list:
+    """The ["param", name, ...] test inside a condition."""
+    if cond[:2] == ["param", name]:
+        return cond
+    for x in cond[1:]:
+        if isinstance(x, list) and (found := _param_of_cond(x, name)):
+            return found
+    return []
 
 
 def _param_default(cond: list, name: str):

@@ -1129,3 +1129,44 @@ def test_a_keyword_is_gated_where_its_value_is_chosen(tmp_path):
                        " gives `attn_implementation` its value (line 51)", [51]),
         59: ("step", None, [58]),
     }
+
+
+def test_a_required_bool_parameter_is_what_every_call_passes(tmp_path):
+    """`build_inner_model(..., use_flash_attention_2: bool)` has no default: its value is what its
+    calls pass (here the constructor's own parameter, False by default). A call that passes it by
+    position leaves it unknown, so the code behind it stays must-port."""
+    root = tree(tmp_path, {"train.py": """\
+        from transformers import AutoModelForCausalLM, Trainer
+
+
+        class Wrapper:
+            def __init__(self, path, use_flash_attention_2: bool = False):
+                self.model = self.build_inner_model(path=path, use_flash_attention_2=use_flash_attention_2)
+
+            @staticmethod
+            def build_inner_model(path, use_flash_attention_2: bool):
+                impl = "eager"
+                if use_flash_attention_2:
+                    impl = "flash_attention_2"
+                return AutoModelForCausalLM.from_pretrained(path, attn_implementation=impl)
+
+
+        def build(path, fast: bool):
+            impl = "eager"
+            if fast:
+                impl = "flash_attention_2"
+            return AutoModelForCausalLM.from_pretrained(path, attn_implementation=impl)
+
+
+        if __name__ == "__main__":
+            Trainer(model=Wrapper("m").model).train()
+            Trainer(model=build("m", True)).train()
+            Trainer(model=build("m", fast=False)).train()
+        """})
+    report = scan(root)
+    got = {f.line: (f.context, f.gate) for f in report.findings + report.off_path}
+    assert got == {
+        13: ("opt-in", "only when use_flash_attention_2 (use_flash_attention_2 is False at every call): the branch"
+                       " that gives `attn_implementation` its value (line 12)"),
+        20: ("step", None),
+    }

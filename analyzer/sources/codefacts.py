@@ -647,7 +647,7 @@ class _Walk:
         elif probe:
             fx.probe_via[name] = probe  # a probe when the function it asks first is one (context.py)
         self.scopes.append(node)
-        own = _option_params(node, rebound)
+        own = _option_params(node, rebound, required=True)
         attrs = self.attrs if self.cls is not None else {}
         self.params = {**attrs, **own}
         # whose parameter each one is: a keyword passed at a call overrides the callee's alone (context.py)
@@ -1611,14 +1611,26 @@ _FLAG_PARAM = re.compile(r"(?i)^(use|enable|with|fused?|apply)_\w+|_(kernel|impl
 _RUN_STATE_PARAM = re.compile(r"(?i)^(training|train|is_training|requires_grad|mode)$")
 
 
-def _option_params(node: ast.FunctionDef, rebound: Collection[str] = frozenset()) -> dict[str, object]:
+REQUIRED = "<required>"  # the "default" of a required `bool` parameter: what its callers pass (context.py)
+
+
+def _option_params(node: ast.FunctionDef, rebound: Collection[str] = frozenset(),
+                   required: bool = False) -> dict[str, object]:
     """Parameters whose literal default is a setting a user turns on: any name with a default of
     False, 0, or a string, and a switch-like name (`use_*`, `*_impl`, `backend`) with any literal
     default. A None default on another name is an optional input (`mask=None`, `labels=None`: a
     tensor the step passes, often positionally), never a gate, unless its annotation lists the
     names it may take (`quantize: Literal["bnb.nf4", "bnb.fp4"] | None = None`). Run-state words
-    (`training`, `mode`) and parameters the body rebinds are left out."""
+    (`training`, `mode`) and parameters the body rebinds are left out. With `required`, a parameter
+    annotated `bool` without a default is one too, its value what every call passes (REQUIRED)."""
     out: dict[str, object] = {}
+    if required:
+        defaulted = {id(arg) for arg, _d, _at in defaulted_params(node.args)}
+        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+            ann = arg.annotation
+            if (id(arg) not in defaulted and type(ann) is ast.Name and ann.id == "bool"
+                    and arg.arg not in rebound and not _RUN_STATE_PARAM.match(arg.arg)):
+                out[arg.arg] = REQUIRED
     for arg, default, _at in defaulted_params(node.args):
         name, value = arg.arg, _literal(default)
         if value is ... or name in rebound or _RUN_STATE_PARAM.match(name):
