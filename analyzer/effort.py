@@ -977,7 +977,9 @@ class _Planner:
         instantiation) whose project includes, followed transitively, reach a source with kernels and a
         finding in the same task: a site of that finding (the nearest include first, then the first by
         path). The kernels are what a port rewrites; the launcher is the wrapper edit that follows them.
-        A source with a kernel of its own stays an item, whatever it includes."""
+        A source with a kernel of its own stays an item, whatever it includes, and so does one whose
+        device code reads the thread or block index: a kernel's body (a functor run by a generic
+        kernel of the header, one op of several that share it), not launch glue."""
         includes = self.reach.includes if self.reach is not None else {}
         kernel_file: dict[tuple[str, str], int] = {}  # (task, path) -> the file's first per-file finding
         for i in order:
@@ -989,7 +991,7 @@ class _Planner:
             return out
         for i in order:
             f = self.findings[i]
-            if not self.cuda_file(f) or f.kernel_facts.kernels or f.kernel_facts.prebuilt:
+            if not self.cuda_file(f) or f.kernel_facts.kernels or f.kernel_facts.thread_index or f.kernel_facts.prebuilt:
                 continue
             seen, level = {f.path}, [f.path]
             while level and i not in out:  # one include depth at a time: the nearest kernels win
