@@ -905,7 +905,7 @@ class _Planner:
     def sites(self) -> dict[int, int]:
         """Findings that are another line of an edit a finding of the same task already counts, each
         to that primary (the finding a reader acts on); docs/effort-model.md, "Sites". Each rule folds only
-        where the second line is unambiguously the same edit, all within one file:
+        where the second line is unambiguously the same edit, within one file but for launchers:
         - a CUDA setting of a CMake build file after the first of that file (the build is ported once);
         - a Triton autotune or heuristics decorator of a kernel whose own finding sits in the same file
           (the decorator goes with the kernel's rewrite). A launch is not folded: replacing it by a
@@ -918,7 +918,9 @@ class _Planner:
         - a further CUDA device literal in one function (a site of its first: the function's device
           choice is one edit; literals in different functions stay items);
         - a further dynamic shape in one function (a site of its first: the task is that function's
-          fixed-shape redesign, one pad or bucket for the gathers after one `nonzero`).
+          fixed-shape redesign, one pad or bucket for the gathers after one `nonzero`);
+        - a CUDA source with no kernel of its own whose project includes define kernels with a finding
+          in the same task: a site of that finding (launchers).
         A site keeps its context and its task, and so its cost: the figures do not change."""
         task_of = {i: d.id for d in self.drafts.values() for i in d.idx}
         order = sorted(task_of, key=lambda i: self.findings[i].sort_key())
@@ -956,6 +958,7 @@ class _Planner:
                         if selects or self.findings[j].line == f.line]
                 if near:
                     out[i] = min(near, key=lambda j: (abs(self.findings[j].line - f.line), self.findings[j].line))
+        out.update(self.launchers(task_of, order))
         for i, tid in self.checks.items():
             f = self.findings[i]
             first = next((j for j in order if task_of[j] == tid and j not in self.checks
@@ -967,6 +970,36 @@ class _Planner:
             while out[i] in out and out[i] not in seen:
                 seen.add(out[i])
                 out[i] = out[out[i]]
+        return out
+
+    def launchers(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
+        """A CUDA source with no kernel of its own (a launcher filling parameters, a one-line template
+        instantiation) whose project includes, followed transitively, reach a source with kernels and a
+        finding in the same task: a site of that finding (the nearest include first, then the first by
+        path). The kernels are what a port rewrites; the launcher is the wrapper edit that follows them.
+        A source with a kernel of its own stays an item, whatever it includes, and so does one whose
+        device code reads the thread or block index: a kernel's body (a functor run by a generic
+        kernel of the header, one op of several that share it), not launch glue."""
+        includes = self.reach.includes if self.reach is not None else {}
+        kernel_file: dict[tuple[str, str], int] = {}  # (task, path) -> the file's first per-file finding
+        for i in order:
+            f = self.findings[i]
+            if self.cuda_file(f) and f.kernel_facts.kernels and not f.kernel_facts.prebuilt:
+                kernel_file.setdefault((task_of[i], f.path), i)
+        out: dict[int, int] = {}
+        if not kernel_file:
+            return out
+        for i in order:
+            f = self.findings[i]
+            if not self.cuda_file(f) or f.kernel_facts.kernels or f.kernel_facts.thread_index or f.kernel_facts.prebuilt:
+                continue
+            seen, level = {f.path}, [f.path]
+            while level and i not in out:  # one include depth at a time: the nearest kernels win
+                level = sorted({t for p in level for t in includes.get(p, ()) if t not in seen})
+                seen.update(level)
+                hits = [kernel_file[(task_of[i], p)] for p in level if (task_of[i], p) in kernel_file]
+                if hits:
+                    out[i] = hits[0]
         return out
 
     def variables(self) -> list[tuple[str, float, float, float]]:

@@ -155,6 +155,7 @@ class KernelFacts:
     fingerprint: str = ""  # Triton kernel: a sketch of its body's shingles, to find near-copies (nearcopy.py)
     device_function: bool = False  # a @triton.jit that returns a value: inlined into the kernels that call it
     kernel_fingerprints: tuple[str, ...] = ()  # CUDA source: a sketch per kernel, in kernel_names' order
+    thread_index: bool = False  # CUDA source with no kernel: its device code reads the thread or block index
 
     @classmethod
     def of(cls, details: dict[str, Any]) -> "KernelFacts":
@@ -174,6 +175,7 @@ class KernelFacts:
             fingerprint=str(details.get("fingerprint") or ""),
             device_function=bool(details.get("device_function")),
             kernel_fingerprints=tuple(str(n) for n in details.get("kernel_fingerprints") or ()),
+            thread_index=bool(details.get("thread_index")),
         )
 
 

@@ -97,6 +97,7 @@ class Reach:
     build_sites: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> extension id
     vendored: dict[str, str] = field(default_factory=dict)  # path -> vendored project folder
     vendored_used: dict[str, list[str]] = field(default_factory=dict)  # project -> compiled files
+    includes: dict[str, list[str]] = field(default_factory=dict)  # native file a build reaches -> project files it includes
 
     def build_site(self, path: str, line: int, any_line: bool = False) -> str | None:
         """The extension built at (path, line); with any_line (a build rule's finding), in a file that
@@ -335,26 +336,39 @@ def _match_sources(patterns: list[str], anchors: list[str], native: list[str], v
     return hits
 
 
-def _include_closure(start: set[str], facts: dict[str, dict], by_name: dict[str, list[str]]) -> set[str]:
-    seen = set(start)
-    todo = sorted(start)
-    while todo:
-        rel = todo.pop()
+def _included(rel: str, facts: dict[str, dict], by_name: dict[str, list[str]], memo: dict[str, list[str]]) -> list[str]:
+    """The project files one native file includes: beside it, else any file whose path ends with the
+    include (`#include "natten/cuda/x.h"`), resolved once per file (memo)."""
+    got = memo.get(rel)
+    if got is None:
         here = posixpath.dirname(rel)
+        found: set[str] = set()
         for inc in facts.get(rel, {}).get("includes", ()):
             local = normalise(f"{here}/{inc}" if here else inc)
             if local in facts:
-                targets = [local]
+                found.add(local)
             else:
-                targets = [r for r in by_name.get(posixpath.basename(inc), ()) if r == inc or r.endswith("/" + inc)]
-            for t in targets:
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
+                found.update(r for r in by_name.get(posixpath.basename(inc), ()) if r == inc or r.endswith("/" + inc))
+        got = memo[rel] = sorted(found)
+    return got
+
+
+def _include_closure(start: set[str], facts: dict[str, dict], by_name: dict[str, list[str]],
+                     memo: dict[str, list[str]]) -> set[str]:
+    seen = set(start)
+    todo = sorted(start)
+    while todo:
+        for t in _included(todo.pop(), facts, by_name, memo):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
     return seen
 
 
-def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[str]) -> list[Extension]:
+def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[str],
+                includes: dict[str, list[str]]) -> list[Extension]:
+    """The builds' extensions and their sources; `includes` gets the resolved project includes of each
+    file a build reaches (Reach.includes)."""
     facts = {f.rel: f.facts for f in files}
     by_name: dict[str, list[str]] = {}
     for r in native:
@@ -368,7 +382,7 @@ def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[st
             ident = b["name"] if b["name"] and "*" not in b["name"] and b["kind"] not in ("load", "load_inline") else ""
             ext = Extension(ident or f"{b['kind']}@{f.rel}:{b['line']}", b["name"], b["kind"], f.rel, b["line"])
             compiled = _match_sources(b.get("sources", []), [here, ""] if here else [""], native, vendored)
-            ext.sources = sorted(_include_closure(compiled, facts, by_name))
+            ext.sources = sorted(_include_closure(compiled, facts, by_name, includes))
             exts.append(ext)
         for prog in f.facts.get("programs", ()):
             # A CUDA program built by make, a shell script or CMake: the training program itself when it
@@ -377,14 +391,14 @@ def _extensions(files: list[FileInfo], vendored: dict[str, str], native: list[st
                 continue
             ext = Extension(f"program:{prog['name']}@{f.rel}", prog["name"], "program", f.rel, int(prog.get("line") or 1))
             compiled = _match_sources(list(prog.get("sources") or ()), [here, ""] if here else [""], native, vendored)
-            ext.sources = sorted(_include_closure(compiled, facts, by_name))
+            ext.sources = sorted(_include_closure(compiled, facts, by_name, includes))
             if ext.sources:
                 exts.append(ext)
         if f.kind == "cmake" and f.facts.get("cmake_build"):
             line = min((s[0] for s in f.facts.get("cmake_sources", ())), default=1)
             ext = Extension(f"cmake@{f.rel}", "", "cmake", f.rel, line)
             compiled = _match_sources([s[1] for s in f.facts.get("cmake_sources", ())], [here], native, vendored)
-            ext.sources = sorted(_include_closure(compiled, facts, by_name))
+            ext.sources = sorted(_include_closure(compiled, facts, by_name, includes))
             if ext.sources:
                 exts.append(ext)
     seen: dict[str, int] = {}
@@ -455,7 +469,8 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     info = {f.rel: f for f in files}
     vendored = vendored_projects(root, rels)
     native = [f.rel for f in files if f.kind == "native"]
-    exts = _extensions(files, vendored, native)
+    includes: dict[str, list[str]] = {}
+    exts = _extensions(files, vendored, native, includes)
     modules = module_names(rels)
     python = [f.rel for f in files if f.kind in ("python", "notebook")]
 
@@ -466,7 +481,7 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
         named += named_files
         if ":" in e and not os.path.exists(e):  # `pkg.train:main`: the function runs, not only the module
             named_functions += [(f, e.rsplit(":", 1)[1].strip()) for f in named_files]
-    reach = Reach(mode="files" if explicit_files else "entries", vendored=vendored)
+    reach = Reach(mode="files" if explicit_files else "entries", vendored=vendored, includes=includes)
     if named:
         reach.entries = sorted(set(named))
         reach.entry_reasons = {e: "named with --entry" for e in reach.entries}

@@ -208,3 +208,75 @@ def test_the_html_report_counts_items_and_names_their_sites(tmp_path):
     page = html.render(report)
     assert f"default configuration ({len(report.findings) - 2})" in page
     assert "also at model.py:5 (NR1802)" in page and "also at model.py:12 (NR1019)" in page
+
+
+LAUNCH_SETUP = """\
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+    setup(name="ops", ext_modules=[CUDAExtension("ops._ext", ["csrc/scale.cu", "csrc/fused.cu", "csrc/add_one.cu"])],
+          cmdclass={"build_ext": BuildExtension})
+    """
+
+SCALE_KERNEL_HEADER = """\
+    #pragma once
+    template <typename T>
+    __global__ void scale_kernel(T *x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] *= 2;
+    }
+    """
+
+SCALE_LAUNCHER = """\
+    #include <ATen/cuda/CUDAContext.h>
+    #include "common/scale_kernel.cuh"
+
+    void scale_launcher(float *x, int n) {
+        cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+        scale_kernel<float><<<(n + 255) / 256, 256, 0, stream>>>(x, n);
+    }
+    """
+
+FUSED = """\
+    #include "common/scale_kernel.cuh"
+
+    __global__ void fused_kernel(float *x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] += 1.0f;
+    }
+
+    void fused_launcher(float *x, int n) {
+        scale_kernel<float><<<(n + 255) / 256, 256>>>(x, n);
+        fused_kernel<<<(n + 255) / 256, 256>>>(x, n);
+    }
+    """
+
+# no __global__ of its own, but a kernel's body: a functor the header's generic kernel runs
+FUNCTOR = """\
+    #include "common/scale_kernel.cuh"
+
+    template <typename Op>
+    void apply(float *x, int n, Op op);
+
+    struct AddOne {
+        __device__ void operator()(float *x, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) x[i] += 1.0f;
+        }
+    };
+
+    void add_one(float *x, int n) { apply(x, n, AddOne()); }
+    """
+
+
+def test_a_cuda_launcher_without_kernels_is_a_site_of_the_included_kernels_and_kernel_code_stays_an_item(tmp_path):
+    report = scan(tree(tmp_path, {"setup.py": LAUNCH_SETUP, "csrc/common/scale_kernel.cuh": SCALE_KERNEL_HEADER,
+                                  "csrc/scale.cu": SCALE_LAUNCHER, "csrc/fused.cu": FUSED, "csrc/add_one.cu": FUNCTOR}))
+    per_file = {f.path: f for f in report.findings if f.rule == "NR1703"}
+    header = per_file["csrc/common/scale_kernel.cuh"]
+    assert per_file["csrc/scale.cu"].part_of == f"NR1703 {header.path}:{header.line}"  # 0 kernels: the launcher
+    assert header.part_of == "" and per_file["csrc/fused.cu"].part_of == ""  # a kernel of its own: an item
+    assert per_file["csrc/add_one.cu"].part_of == ""  # a kernel's body (reads threadIdx): an item
+    tids = {task_of(report, "NR1703", f.line) for f in per_file.values()}
+    assert len(tids) == 1
+    assert "also at csrc/scale.cu:5 (NR1703)" in text.render(report)  # listed under the kernels' header

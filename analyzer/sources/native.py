@@ -135,6 +135,9 @@ class CudaStats:
     features: dict[str, int] = field(default_factory=dict)
     libraries: list[str] = field(default_factory=list)
     loc: int = 0
+    # no kernel, but device code that reads which thread or block it runs on: a kernel's body (a functor
+    # another file's generic kernel runs), not launch glue
+    thread_index: bool = False
 
     def details(self) -> dict:
         d = {
@@ -147,6 +150,8 @@ class CudaStats:
         }
         if self.kernels:
             d["kernel_fingerprints"] = [k.fingerprint for k in self.kernels]
+        if self.thread_index:
+            d["thread_index"] = True
         d.update(self.features)
         if self.libraries:
             d["libraries"] = self.libraries
@@ -190,6 +195,7 @@ def cuda_stats(code: str) -> CudaStats:
         if count:
             stats.features[key] = count
     stats.libraries = [name for name, rx in _LIBRARIES.items() if rx.search(code)]
+    stats.thread_index = not stats.kernels and bool(_THREAD_INDEX.search(code))
     return stats
 
 
@@ -453,7 +459,7 @@ _LAUNCHER = re.compile(r"\bcudaStream_t\b|\bcu(?:da)?Launch\w*\s*\(|\bgetCurrent
 def device_work(name: str, code: str, stats: CudaStats) -> bool:
     """Does this CUDA file hold work a porting engineer counts (see _WORK_FEATURES)? A `.cu` that
     instantiates CUTLASS templates compiles kernels; a file that only uses CuTe layouts does not."""
-    if stats.kernels or any(stats.features.get(k) for k in _WORK_FEATURES) or _THREAD_INDEX.search(code):
+    if stats.kernels or any(stats.features.get(k) for k in _WORK_FEATURES) or stats.thread_index:
         return True
     if any(lib in _WORK_LIBRARIES for lib in stats.libraries):
         return True
@@ -479,7 +485,7 @@ def helper_header(name: str, code: str, stats: CudaStats) -> bool:
         return False
     if not _DEVICE_CODE.search(code):
         return False  # host declarations (a cuBLAS handle in a struct, a bf16 prototype): host code
-    if _THREAD_INDEX.search(code):
+    if stats.thread_index:
         return False
     if any(lib in _WORK_LIBRARIES for lib in stats.libraries):
         return False
