@@ -918,7 +918,8 @@ class _Planner:
         - a further CUDA device literal in one function (a site of its first: the function's device
           choice is one edit; literals in different functions stay items);
         - a further dynamic shape in one function (a site of its first: the task is that function's
-          fixed-shape redesign, one pad or bucket for the gathers after one `nonzero`).
+          fixed-shape redesign, one pad or bucket for the gathers after one `nonzero`);
+        - a further import line of one GPU-only library in its task, in any file (library_imports).
         A site keeps its context and its task, and so its cost: the figures do not change."""
         task_of = {i: d.id for d in self.drafts.values() for i in d.idx}
         order = sorted(task_of, key=lambda i: self.findings[i].sort_key())
@@ -956,6 +957,7 @@ class _Planner:
                         if selects or self.findings[j].line == f.line]
                 if near:
                     out[i] = min(near, key=lambda j: (abs(self.findings[j].line - f.line), self.findings[j].line))
+        out.update(self.library_imports(order, task_of))
         for i, tid in self.checks.items():
             f = self.findings[i]
             first = next((j for j in order if task_of[j] == tid and j not in self.checks
@@ -967,6 +969,38 @@ class _Planner:
             while out[i] in out and out[i] not in seen:
                 seen.add(out[i])
                 out[i] = out[out[i]]
+        return out
+
+    def library_package(self, f: Finding) -> str | None:
+        """The catalog module a GPU-library import line imports (`stk` for `from stk.backend.autocast
+        import custom_bwd`, `torch.nn.attention.flex_attention` for FlexAttention): the longest of its
+        rule's import modules that the imported name is or lies under. None for a use (a call, a
+        keyword) and for anything that is not a GPU-library import line."""
+        rule = self.rule(f)
+        if f.category != "gpu-library" or rule is None or not f.snippet.startswith(("import ", "from ")):
+            return None
+        return max((m for match in rule.match if match.kind == "import" for m in match.modules
+                    if f.symbol == m or f.symbol.startswith(m + ".")), key=len, default=None)
+
+    def library_imports(self, order: list[int], task_of: dict[int, str]) -> dict[int, int]:
+        """Import lines of one GPU-only library in one task (and context), across files: the port
+        replaces that library once (a swap, a shim or a PyTorch path) and every further file's import
+        follows it, so each further import line is a site of the first. Uses (calls into the library)
+        are never folded, nor different catalog modules of one rule (`flash_attn`, `flash_attn_2_cuda`),
+        nor imports under two default settings of a switch (`attn_impl`, `loss`: two switches).
+        The first import with no fallback is the primary (the line that needs the library), else the
+        first; order is path and line."""
+        groups: dict[tuple, list[int]] = {}
+        for i in order:
+            f = self.findings[i]
+            package = self.library_package(f)
+            if package is not None:
+                key = (task_of[i], package, f.context, f.details.get("feature"), f.details.get("default_option"))
+                groups.setdefault(key, []).append(i)
+        out: dict[int, int] = {}
+        for found in groups.values():
+            first = next((i for i in found if not self.findings[i].fallback), found[0])
+            out.update((i, first) for i in found if i != first)
         return out
 
     def variables(self) -> list[tuple[str, float, float, float]]:
