@@ -972,12 +972,11 @@ class _Planner:
         return out
 
     def library_package(self, f: Finding) -> str | None:
-        """The catalog module a GPU-library import line imports (`stk` for `from stk.backend.autocast
+        """The catalog module a GPU-library finding imports or calls (`stk` for `from stk.backend.autocast
         import custom_bwd`, `torch.nn.attention.flex_attention` for FlexAttention): the longest of its
-        rule's import modules that the imported name is or lies under. None for a use (a call, a
-        keyword) and for anything that is not a GPU-library import line."""
+        rule's import modules that its name is or lies under; None for a setting (a keyword)."""
         rule = self.rule(f)
-        if f.category != "gpu-library" or rule is None or not f.snippet.startswith(("import ", "from ")):
+        if f.category != "gpu-library" or rule is None:
             return None
         return max((m for match in rule.match if match.kind == "import" for m in match.modules
                     if f.symbol == m or f.symbol.startswith(m + ".")), key=len, default=None)
@@ -985,21 +984,27 @@ class _Planner:
     def library_imports(self, order: list[int], task_of: dict[int, str]) -> dict[int, int]:
         """Import lines of one GPU-only library in one task (and context), across files: the port
         replaces that library once (a swap, a shim or a PyTorch path) and every further file's import
-        follows it, so each further import line is a site of the first. Uses (calls into the library)
+        follows it, so each further import line is a site of one of them. Uses (calls into the library)
         are never folded, nor different catalog modules of one rule (`flash_attn`, `flash_attn_2_cuda`),
         nor imports under two default settings of a switch (`attn_impl`, `loss`: two switches).
-        The first import with no fallback is the primary (the line that needs the library), else the
-        first; order is path and line."""
+        The primary is the line that needs the library most: an import with no fallback before a
+        guarded one, one in a file that also calls the library before one that only names it (a type,
+        a re-export), then the first in path and line order."""
         groups: dict[tuple, list[int]] = {}
+        used: set[tuple] = set()  # (group, path): a file that calls the library
         for i in order:
             f = self.findings[i]
             package = self.library_package(f)
-            if package is not None:
-                key = (task_of[i], package, f.context, f.details.get("feature"), f.details.get("default_option"))
+            if package is None:
+                continue
+            key = (task_of[i], package, f.context, f.details.get("feature"), f.details.get("default_option"))
+            if f.snippet.startswith(("import ", "from ")):
                 groups.setdefault(key, []).append(i)
+            else:
+                used.add((key, f.path))
         out: dict[int, int] = {}
-        for found in groups.values():
-            first = next((i for i in found if not self.findings[i].fallback), found[0])
+        for key, found in groups.items():
+            first = min(found, key=lambda i: (self.findings[i].fallback, (key, self.findings[i].path) not in used))
             out.update((i, first) for i in found if i != first)
         return out
 

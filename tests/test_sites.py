@@ -258,7 +258,7 @@ def test_further_imports_of_one_gpu_library_are_sites_of_its_first_across_files(
     assert "also at model.py:2 (NR1901)" in text.render(report)
 
 
-def test_the_hard_import_of_a_library_is_its_primary_and_each_context_or_setting_keeps_its_own():
+def test_the_import_that_needs_a_library_is_its_primary_and_each_context_or_setting_keeps_its_own():
     def imp(path: str, line: int, snippet: str, fallback: bool = False, context: str = "step") -> Finding:
         symbol = snippet.split()[1]
         return Finding("NR1906", "gpu-library", path, line, 1, "m", "r", fallback=fallback, symbol=symbol,
@@ -266,12 +266,15 @@ def test_the_hard_import_of_a_library_is_its_primary_and_each_context_or_setting
 
     findings = [imp("a/guard.py", 3, "import bitsandbytes", fallback=True), imp("b/optim.py", 1, "import bitsandbytes.optim"),
                 imp("c/layers.py", 2, "from bitsandbytes.nn import Linear4bit"),
-                imp("d/extra.py", 1, "import bitsandbytes", context="opt-in"),
-                Finding("NR1906", "gpu-library", "c/layers.py", 9, 1, "m", "r", symbol="bitsandbytes.nn.Linear4bit",
-                        snippet="Linear4bit(4, 4)", scope="build", context="step")]
+                imp("d/extra.py", 1, "import bitsandbytes", context="opt-in")]
+    estimate(findings, load_catalog())
+    # the first import with no fallback is the item, not the guarded import before it in path order
+    assert [f.part_of for f in findings] == ["NR1906 b/optim.py:1", "", "NR1906 b/optim.py:1", ""]
+    # an import in a file that calls the library comes before one in a file that only imports it
+    findings.append(Finding("NR1906", "gpu-library", "c/layers.py", 9, 1, "m", "r", symbol="bitsandbytes.nn.Linear4bit",
+                            snippet="Linear4bit(4, 4)", scope="build", context="step"))
     tasks, _est = estimate(findings, load_catalog())
-    # the line that needs the library is the item, not the guarded import before it in path order
-    assert [f.part_of for f in findings] == ["NR1906 b/optim.py:1", "", "NR1906 b/optim.py:1", "", ""]
+    assert [f.part_of for f in findings] == ["NR1906 c/layers.py:2", "NR1906 c/layers.py:2", "", "", ""]
     assert [t.findings for t in tasks] == [[0, 1, 2, 3, 4]]  # sites keep their task, and so its cost
 
     # imports under two default settings (attn_impl, loss) are two switches of one task: two items
