@@ -920,7 +920,8 @@ class _Planner:
         - a further dynamic shape in one function (a site of its first: the task is that function's
           fixed-shape redesign, one pad or bucket for the gathers after one `nonzero`);
         - a CUDA source with no kernel of its own whose project includes define kernels with a finding
-          in the same task: a site of that finding (launchers).
+          in the same task: a site of that finding (launchers);
+        - a further import line of one GPU-only library in its task, in any file (library_imports).
         A site keeps its context and its task, and so its cost: the figures do not change."""
         task_of = {i: d.id for d in self.drafts.values() for i in d.idx}
         order = sorted(task_of, key=lambda i: self.findings[i].sort_key())
@@ -959,6 +960,7 @@ class _Planner:
                 if near:
                     out[i] = min(near, key=lambda j: (abs(self.findings[j].line - f.line), self.findings[j].line))
         out.update(self.launchers(task_of, order))
+        out.update(self.library_imports(order, task_of))
         for i, tid in self.checks.items():
             f = self.findings[i]
             first = next((j for j in order if task_of[j] == tid and j not in self.checks
@@ -1000,6 +1002,43 @@ class _Planner:
                 hits = [kernel_file[(task_of[i], p)] for p in level if (task_of[i], p) in kernel_file]
                 if hits:
                     out[i] = hits[0]
+        return out
+
+    def library_package(self, f: Finding) -> str | None:
+        """The catalog module a GPU-library finding imports or calls (`stk` for `from stk.backend.autocast
+        import custom_bwd`, `torch.nn.attention.flex_attention` for FlexAttention): the longest of its
+        rule's import modules that its name is or lies under; None for a setting (a keyword)."""
+        rule = self.rule(f)
+        if f.category != "gpu-library" or rule is None:
+            return None
+        return max((m for match in rule.match if match.kind == "import" for m in match.modules
+                    if f.symbol == m or f.symbol.startswith(m + ".")), key=len, default=None)
+
+    def library_imports(self, order: list[int], task_of: dict[int, str]) -> dict[int, int]:
+        """Import lines of one GPU-only library in one task (and context), across files: the port
+        replaces that library once (a swap, a shim or a PyTorch path) and every further file's import
+        follows it, so each further import line is a site of one of them. Uses (calls into the library)
+        are never folded, nor different catalog modules of one rule (`flash_attn`, `flash_attn_2_cuda`),
+        nor imports under two default settings of a switch (`attn_impl`, `loss`: two switches).
+        The primary is the line that needs the library most: an import with no fallback before a
+        guarded one, one in a file that also calls the library before one that only names it (a type,
+        a re-export), then the first in path and line order."""
+        groups: dict[tuple, list[int]] = {}
+        used: set[tuple] = set()  # (group, path): a file that calls the library
+        for i in order:
+            f = self.findings[i]
+            package = self.library_package(f)
+            if package is None:
+                continue
+            key = (task_of[i], package, f.context, f.details.get("feature"), f.details.get("default_option"))
+            if f.snippet.startswith(("import ", "from ")):
+                groups.setdefault(key, []).append(i)
+            else:
+                used.add((key, f.path))
+        out: dict[int, int] = {}
+        for key, found in groups.items():
+            first = min(found, key=lambda i: (self.findings[i].fallback, (key, self.findings[i].path) not in used))
+            out.update((i, first) for i in found if i != first)
         return out
 
     def variables(self) -> list[tuple[str, float, float, float]]:

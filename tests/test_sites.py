@@ -9,8 +9,11 @@ from pathlib import Path
 
 from scanning import write_tree as tree
 from test_cuda_checks import TRAIN
+from neuron_ready.catalog import load_catalog
 from neuron_ready.config import Settings
+from neuron_ready.effort import estimate
 from neuron_ready.engine import run_scan
+from neuron_ready.model import Finding
 from neuron_ready.render import common, markdown, sarif, text
 
 
@@ -280,3 +283,79 @@ def test_a_cuda_launcher_without_kernels_is_a_site_of_the_included_kernels_and_k
     tids = {task_of(report, "NR1703", f.line) for f in per_file.values()}
     assert len(tids) == 1
     assert "also at csrc/scale.cu:5 (NR1703)" in text.render(report)  # listed under the kernels' header
+
+
+LIBRARY_MODEL = """\
+    import torch
+    from flash_attn import flash_attn_func
+    import flashinfer
+    from attn import attend
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+
+        def forward(self, x):
+            y = super().forward(x)
+            return attend(flash_attn_func(y, y, y))
+    """
+
+LIBRARY_ATTN = """\
+    import torch
+    from flash_attn.bert_padding import unpad_input
+    import flash_attn_2_cuda
+    import sageattention
+
+    def attend(x):
+        flash_attn_2_cuda.fwd(x)
+        sageattention.sageattn(x, x, x)
+        return unpad_input(x, x > 0)[0]
+    """
+
+
+def test_further_imports_of_one_gpu_library_are_sites_of_its_first_across_files(tmp_path):
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": LIBRARY_MODEL, "attn.py": LIBRARY_ATTN}))
+    lib = sorted((f.path, f.line, f.rule, f.symbol, f.part_of) for f in report.findings if f.category == "gpu-library")
+    got = {(p, n): part for p, n, _r, _s, part in lib}
+    # flash_attn in attn.py (first by path) is the item; model.py's import of it follows its swap
+    assert got[("attn.py", 2)] == "" and got[("model.py", 2)] == "NR1901 attn.py:2"
+    # flash_attn_2_cuda is another module of the catalog's rule: its own item; so are the uses
+    assert got[("attn.py", 3)] == "" and got[("attn.py", 7)] == "" and got[("model.py", 12)] == ""
+    assert got[("attn.py", 9)] == ""
+    # two libraries of one task (NR1904: FlashInfer, SageAttention) are two swaps: two items
+    assert got[("attn.py", 4)] == "" and got[("model.py", 3)] == ""
+    assert task_of(report, "NR1901", 2) == "T-lib-NR1901"
+    d = report.to_dict()
+    assert d["summary"]["sites"] == 1 and d["summary"]["items"] == d["summary"]["findings"] - 1
+    assert "also at model.py:2 (NR1901)" in text.render(report)
+
+
+def test_the_import_that_needs_a_library_is_its_primary_and_each_context_or_setting_keeps_its_own():
+    def imp(path: str, line: int, snippet: str, fallback: bool = False, context: str = "step") -> Finding:
+        symbol = snippet.split()[1]
+        return Finding("NR1906", "gpu-library", path, line, 1, "m", "r", fallback=fallback, symbol=symbol,
+                       snippet=snippet, context=context)
+
+    findings = [imp("a/guard.py", 3, "import bitsandbytes", fallback=True), imp("b/optim.py", 1, "import bitsandbytes.optim"),
+                imp("c/layers.py", 2, "from bitsandbytes.nn import Linear4bit"),
+                imp("d/extra.py", 1, "import bitsandbytes", context="opt-in")]
+    estimate(findings, load_catalog())
+    # the first import with no fallback is the item, not the guarded import before it in path order
+    assert [f.part_of for f in findings] == ["NR1906 b/optim.py:1", "", "NR1906 b/optim.py:1", ""]
+    # an import in a file that calls the library comes before one in a file that only imports it
+    findings.append(Finding("NR1906", "gpu-library", "c/layers.py", 9, 1, "m", "r", symbol="bitsandbytes.nn.Linear4bit",
+                            snippet="Linear4bit(4, 4)", scope="build", context="step"))
+    tasks, _est = estimate(findings, load_catalog())
+    assert [f.part_of for f in findings] == ["NR1906 c/layers.py:2", "NR1906 c/layers.py:2", "", "", ""]
+    assert [t.findings for t in tasks] == [[0, 1, 2, 3, 4]]  # sites keep their task, and so its cost
+
+    # imports under two default settings (attn_impl, loss) are two switches of one task: two items
+    switched = [imp("attention.py", 13, "from flash_attn import flash_attn_func"),
+                imp("model.py", 16, "from flash_attn.losses.cross_entropy import CrossEntropyLoss"),
+                imp("mpt.py", 5, "from flash_attn.losses.cross_entropy import CrossEntropyLoss")]
+    for f, option in zip(switched, ("attn_impl", "loss", "loss")):
+        f.rule = "NR1901"
+        f.details.update(default_option=option, default_alternative=True)
+    tasks, _est = estimate(switched, load_catalog())
+    assert [t.kind for t in tasks] == ["switch-to-reference"]
+    assert [f.part_of for f in switched] == ["", "", "NR1901 model.py:16"]
