@@ -359,3 +359,21 @@ def test_the_import_that_needs_a_library_is_its_primary_and_each_context_or_sett
     tasks, _est = estimate(switched, load_catalog())
     assert [t.kind for t in tasks] == ["switch-to-reference"]
     assert [f.part_of for f in switched] == ["", "", "NR1901 model.py:16"]
+
+
+def test_a_long_list_of_sites_shows_the_first_few_and_counts_the_rest(tmp_path):
+    """A library imported in twelve files: the item lists SITES_SHOWN of its eleven sites and says how
+    many more, in the terminal and in the PR comment; the JSON keeps every `part_of`."""
+    files = {f"layers/l{i:02d}.py": "import torch\nfrom flash_attn import flash_attn_func\n\n\n"
+             "def attend(q, k, v):\n    return flash_attn_func(q, k, v)\n" for i in range(12)}
+    files["train.py"] = "import torch\n" + "".join(f"from layers import l{i:02d}\n" for i in range(12)) + (
+        "\nif __name__ == '__main__':\n    q = torch.randn(2, 2, 4, 8, requires_grad=True)\n"
+        + "".join(f"    l{i:02d}.attend(q, q, q).sum().backward()\n" for i in range(12)))
+    report = scan(tree(tmp_path, files))
+    imports = [f for f in report.findings if f.rule == "NR1901" and f.snippet.startswith("from ")]
+    assert len(imports) == 12 and sum(1 for f in imports if f.part_of) == 11
+    shown = common.SITES_SHOWN
+    out, md = text.render(report), markdown.render(report)
+    assert f"layers/l{shown:02d}.py:2 (NR1901) and {11 - shown} more" in out
+    assert f"`layers/l{shown:02d}.py:2` (NR1901) and {11 - shown} more" in md
+    assert f"layers/l{shown + 1:02d}.py:2" not in out

@@ -64,9 +64,17 @@ def items(findings: list[Finding]) -> list[tuple[Finding, list[Finding]]]:
     return out
 
 
-def also_at(sites: list[Finding]) -> str:
-    """"also at a.py:3 (NR1802), a.py:9 (NR1803)": the sites of an item, for the listings."""
-    return "also at " + ", ".join(f"{f.path}:{f.line} ({f.rule})" for f in sites) if sites else ""
+SITES_SHOWN = 8  # a library imported in 70 files lists the first few; the JSON and SARIF keep them all
+
+
+def also_at(sites: list[Finding], loc=lambda f: f"{f.path}:{f.line}") -> str:
+    """"also at a.py:3 (NR1802), a.py:9 (NR1803)": the sites of an item, for the listings; past
+    SITES_SHOWN, "and N more"."""
+    if not sites:
+        return ""
+    shown = ", ".join(f"{loc(f)} ({f.rule})" for f in sites[:SITES_SHOWN])
+    more = len(sites) - SITES_SHOWN
+    return f"also at {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 def visible(findings: list[Finding], min_confidence: str | None) -> list[Finding]:

@@ -14,7 +14,7 @@ from ..baseline import ReportDiff
 from ..model import Diagnostic, Finding, Report
 from ..numbers import pd as _pd, pd_delta, plural as _plural
 from . import trace_text
-from .common import EFFORT_DOCS, MEANING, OPT_IN_SHOWN, items, no_analysis, rule_url, score_text
+from .common import EFFORT_DOCS, MEANING, OPT_IN_SHOWN, also_at, items, no_analysis, rule_url, score_text
 from .safe import code, inline  # noqa: F401 - inline and code are this module's API too
 
 LIMIT = 65_000
@@ -137,7 +137,7 @@ def finding_rows(findings: list[Finding]) -> list[str]:
                 explained.add(x.rule)
                 fix += f"{' · ' if fix else ''}[{x.rule}]({rule_url(x.rule)}): {inline(x.remedy)}"
         conf = "" if f.confidence == "high" else f" _({f.confidence} confidence)_"
-        also = (" · also at " + ", ".join(f"{_loc(x)} ({x.rule})" for x in sites)) if sites else ""
+        also = f" · {also_at(sites, _loc)}" if sites else ""
         rows.append(f"| {_loc(f)} | [{f.rule}]({rule_url(f.rule)}) | {inline(f.message)}"
                     f"{' _(fallback)_' if f.fallback else ''}{conf}{also} | {fix} |")
     return rows
