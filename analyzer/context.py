@@ -2027,7 +2027,9 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         code = (info_by[f.path].facts.get("code") or {}) if f.path in info_by else {}
         if f.context not in ("step", "opt-in", "evaluation") or not code:
             continue
-        r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
+        r = cuda_arm(code, f.line, f.column)
+        if r is None:
+            r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
         if any(a <= f.line <= b for a, b in code.get("cuda_optional_lines", ())) and f.context == "step":
             f.context, f.gate = "opt-in", "only on a CUDA device (a move to CUDA the class undoes before use)"
             f.details["feature"] = "cuda"
@@ -2068,6 +2070,20 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
                     "a CUDA-only branch nothing after it needs (a warm-up, a compile, a refinement): skipped on Trainium"
                     if optional else "the CUDA path of a device check with a PyTorch path beside it: skipped on Trainium"
                     if beside else "CUDA-only housekeeping behind a device check: skipped on Trainium")
+
+
+def cuda_arm(code: dict, line: int, column: int) -> int | None:
+    """The innermost CUDA-only arm of a conditional expression (`torch.cuda.get_rng_state_all() if
+    torch.cuda.is_available() else []`, codefacts `device_arms`) whose span holds (line, column): a
+    region like the branch of `if torch.cuda.is_available():`, one expression wide."""
+    best, best_span = None, None
+    for i, region in enumerate(code.get("regions", ())):
+        span = region[9] if len(region) > 9 else None
+        if span and (span[0], span[1]) <= (line, column) <= (span[2], span[3]) and cuda_branch(region):
+            size = (span[2] - span[0], span[3] - span[1])
+            if best_span is None or size < best_span:
+                best, best_span = i, size
+    return best
 
 
 def _def_markers(code: dict, scope: str) -> list:
