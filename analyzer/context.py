@@ -152,6 +152,7 @@ class Context:
     library: bool = False  # labels from a library's surface (no entry): unreached keeps the module answer
     starts: list[str] = field(default_factory=list)
     core: set[str] = field(default_factory=set)  # library mode: files other modules import unconditionally
+    demos: dict[str, str] = field(default_factory=dict)  # library mode: module -> why its `__main__` block is a demo
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
     cuda_only: set[str] = field(default_factory=set)  # reached in the step only through CUDA-only branches
@@ -1859,6 +1860,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
         ctx.core = core_modules(graph, on)
+        ctx.demos = dict(getattr(reach, "demos", None) or {})
     if ctx.labels:
         solid = propagate(graph, ctx.starts, skip_fallback="any")[0]
         ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
@@ -2295,6 +2297,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         span = code.get("main_span") or []
         in_main = not scope and span and span[0] <= f.line <= span[1]
         once = ""  # runs once, in construction or checkpoint code
+        demo = ""  # why a library module's `__main__` block is a demo
         if (ctx.function_level or ctx.library) and code and not packaging:
             node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
             if node is not None and f.category in HOST_CATEGORIES and _once_applies(f, node, graph):
@@ -2305,6 +2308,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                     # a library's code nothing calls is its surface: its class's label, else the module's answer
                     owner = _owner_class(node, ctx, graph)
                     label = ctx.labels[owner] if owner else STEP
+                    # the demo of a library module (reach.library_demos): run by hand, never on import
+                    demo = ctx.demos.get(f.path, "") if in_main else ""
                     if owner and label == OPTIN:
                         node = owner
                 elif label == UNREACHED:
@@ -2337,6 +2342,9 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                 label, reason = HOST, once  # a shape, host read, op or float64 computed once: no device cost
             if label == HOST and f.category not in HOST_CATEGORIES:
                 label = STEP  # a CUDA call in a Dataset still needs CUDA
+            if label == STEP and demo:
+                label, reason = EVAL, (f"its `__main__` block, a demo run only when the file is run as a script: a "
+                                       f"library module ({demo}), which importing never runs")
             context = _LABEL_CONTEXT.get(label, "step")
             if context == "opt-in" and gate is None:
                 gate = Gate("condition", "only under a condition that is off by default")
