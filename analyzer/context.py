@@ -153,6 +153,7 @@ class Context:
     library: bool = False  # labels from a library's surface (no entry): unreached keeps the module answer
     starts: list[str] = field(default_factory=list)
     core: set[str] = field(default_factory=set)  # library mode: files other modules import unconditionally
+    demos: dict[str, str] = field(default_factory=dict)  # library mode: module -> why its `__main__` block is a demo
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
     cuda_only: set[str] = field(default_factory=set)  # reached in the step only through CUDA-only branches
@@ -1912,6 +1913,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
         ctx.core = core_modules(graph, on)
+        ctx.demos = dict(getattr(reach, "demos", None) or {})
     if ctx.labels:
         solid = propagate(graph, ctx.starts, skip_fallback="any")[0]
         ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
@@ -2080,7 +2082,9 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         code = (info_by[f.path].facts.get("code") or {}) if f.path in info_by else {}
         if f.context not in ("step", "opt-in", "evaluation") or not code:
             continue
-        r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
+        r = cuda_arm(code, f.line, f.column)
+        if r is None:
+            r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
         if any(a <= f.line <= b for a, b in code.get("cuda_optional_lines", ())) and f.context == "step":
             f.context, f.gate = "opt-in", "only on a CUDA device (a move to CUDA the class undoes before use)"
             f.details["feature"] = "cuda"
@@ -2121,6 +2125,20 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
                     "a CUDA-only branch nothing after it needs (a warm-up, a compile, a refinement): skipped on Trainium"
                     if optional else "the CUDA path of a device check with a PyTorch path beside it: skipped on Trainium"
                     if beside else "CUDA-only housekeeping behind a device check: skipped on Trainium")
+
+
+def cuda_arm(code: dict, line: int, column: int) -> int | None:
+    """The innermost CUDA-only arm of a conditional expression (`torch.cuda.get_rng_state_all() if
+    torch.cuda.is_available() else []`, codefacts `device_arms`) whose span holds (line, column): a
+    region like the branch of `if torch.cuda.is_available():`, one expression wide."""
+    best, best_span = None, None
+    for i, region in enumerate(code.get("regions", ())):
+        span = region[9] if len(region) > 9 else None
+        if span and (span[0], span[1]) <= (line, column) <= (span[2], span[3]) and cuda_branch(region):
+            size = (span[2] - span[0], span[3] - span[1])
+            if best_span is None or size < best_span:
+                best, best_span = i, size
+    return best
 
 
 def _def_markers(code: dict, scope: str) -> list:
@@ -2332,6 +2350,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         span = code.get("main_span") or []
         in_main = not scope and span and span[0] <= f.line <= span[1]
         once = ""  # runs once, in construction or checkpoint code
+        demo = ""  # why a library module's `__main__` block is a demo
         if (ctx.function_level or ctx.library) and code and not packaging:
             node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
             if node is not None and f.category in HOST_CATEGORIES and _once_applies(f, node, graph):
@@ -2342,6 +2361,8 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                     # a library's code nothing calls is its surface: its class's label, else the module's answer
                     owner = _owner_class(node, ctx, graph)
                     label = ctx.labels[owner] if owner else STEP
+                    # the demo of a library module (reach.library_demos): run by hand, never on import
+                    demo = ctx.demos.get(f.path, "") if in_main else ""
                     if owner and label == OPTIN:
                         node = owner
                 elif label == UNREACHED:
@@ -2376,6 +2397,9 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                 label, reason = HOST, once  # a shape, host read, op or float64 computed once: no device cost
             if label == HOST and f.category not in HOST_CATEGORIES:
                 label = STEP  # a CUDA call in a Dataset still needs CUDA
+            if label == STEP and demo:
+                label, reason = EVAL, (f"its `__main__` block, a demo run only when the file is run as a script: a "
+                                       f"library module ({demo}), which importing never runs")
             context = _LABEL_CONTEXT.get(label, "step")
             if context == "opt-in" and gate is None:
                 gate = Gate("condition", "only under a condition that is off by default")

@@ -98,6 +98,7 @@ class Reach:
     vendored: dict[str, str] = field(default_factory=dict)  # path -> vendored project folder
     vendored_used: dict[str, list[str]] = field(default_factory=dict)  # project -> compiled files
     includes: dict[str, list[str]] = field(default_factory=dict)  # native file a build reaches -> project files it includes
+    demos: dict[str, str] = field(default_factory=dict)  # library mode: module -> why its `__main__` block is a demo
 
     def build_site(self, path: str, line: int, any_line: bool = False) -> str | None:
         """The extension built at (path, line); with any_line (a build rule's finding), in a file that
@@ -521,6 +522,8 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
         why = python_reason(rel)
         if why:
             reach.reasons[rel] = why
+    if reach.mode == "library":
+        reach.demos = library_demos(info, python, graph, vendored)
     for e in exts:
         if e.build in vendored or (excluded(e.build) and e.build not in named_reach):
             e.on_path = False
@@ -655,6 +658,34 @@ def _launch_targets(launch: dict, launch_file: str, modules: dict[str, list[str]
     for cand in (posixpath.normpath(posixpath.join(here, target)) if here else target, posixpath.normpath(target)):
         if cand in info and cand not in out:
             out.append(cand)
+    return out
+
+
+def library_demos(info: dict[str, FileInfo], python: list[str], graph: nx.DiGraph, vendored: dict[str, str]) -> dict[str, str]:
+    """Library mode: the library modules whose `__main__` block is a demo, each with why it is a
+    library module. The block runs only when someone runs the file as a script; a user of the
+    library imports the module, and importing never runs it. A module is the library's when another
+    project module imports it (tests, examples and docs aside), or when it is a module of a package
+    (an `__init__.py` beside it) and its block runs the module's own classes or functions (a demo of
+    what it defines). A script nobody imports outside a package may be what the user runs: not one."""
+    from .sources.codefacts import MAIN
+
+    out: dict[str, str] = {}
+    for rel in python:
+        facts = info[rel].facts
+        if not main_guard(facts) or rel in vendored or excluded(rel):
+            continue
+        importers = sorted(p for p in graph.predecessors(rel) if p in info and p not in vendored and not excluded(p))
+        if importers:
+            out[rel] = f"`{importers[0]}` imports it"
+            continue
+        folder = posixpath.dirname(rel)
+        code = facts.get("code") or {}
+        defs = code.get("defs") or {}
+        own = sorted({ref[2:].split(".", 1)[0] for ref, _region in (code.get("refs") or {}).get(MAIN, ())
+                      if ref.startswith("l:")} & set(defs))
+        if own and posixpath.join(folder, "__init__.py") in info:
+            out[rel] = f"a module of the package `{folder or '.'}` whose block runs its own `{own[0]}`"
     return out
 
 

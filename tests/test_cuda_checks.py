@@ -423,3 +423,48 @@ def test_a_capability_flag_keeps_its_kernels_a_fallback_and_a_decorator_runs_wit
     assert kernel.context == "step"  # still a concern (a fallback or a switch), not the `cuda` feature
     deco = got[("pkg/model.py", 11, "NR1202")]
     assert deco.context == "opt-in" and deco.details["feature"] == "cuda"
+
+
+def test_a_device_check_in_a_conditional_expression_is_one_as_in_an_if_statement(tmp_path):
+    """`torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []` is the one-line form of
+    `if torch.cuda.is_available(): ... else: ...`: the CUDA arm (the else of a negated check) never
+    runs on Trainium, and the other arm is its PyTorch path. Housekeeping there, and what only such
+    arms call, is the opt-in feature `cuda`; a device choice or a move there stays a concern, as in
+    the statement; the check in the test (the probe itself) is judged as before. Columns count
+    characters, as findings do, not ast's bytes (`"tōrch"` before the arm)."""
+    model = """\
+        import torch
+        from pkg.probe import _is_triton_available
+
+
+        def rng_states():
+            return {"tōrch": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+        def rng_negated():
+            return [] if not torch.cuda.is_available() else torch.cuda.get_rng_state_all()
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+                self.device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+            def forward(self, x):
+                from .cuda_attn import fused
+                out = fused(self.proj(x)) if x.is_cuda else torch.relu(self.proj(x))
+                torch.cuda.synchronize() if _is_triton_available() else None
+                torch.cuda.synchronize() if x.device.type == "cuda" else None
+                return out.to(self.device)
+        """
+    root = tree(tmp_path, {"pkg/__init__.py": "from .model import Net\n", "pkg/probe.py": PROBE,
+                           "pkg/model.py": model, "pkg/cuda_attn.py": CUDA_ATTN})
+    got = found(scan(root))
+    for line, rule in ((6, "NR1015"), (10, "NR1015"), (22, "NR1007"), (23, "NR1007")):
+        f = got[("pkg/model.py", line, rule)]
+        assert f.context == "opt-in" and f.details["feature"] == "cuda", (line, rule, f.context)
+        assert "behind a device check" in f.details["context_reason"]
+    assert got[("pkg/cuda_attn.py", 5, "NR1801")].context == "opt-in"  # called only from the CUDA arm
+    assert got[("pkg/model.py", 6, "NR1005")].context == "step"  # the check itself: as before
+    assert got[("pkg/model.py", 17, "NR1004")].context == "step"  # the device choice stays

@@ -158,6 +158,41 @@ def test_a_class_used_only_by_a_modules_main_demo_is_still_the_users_pick(tmp_pa
     assert "one of 3 classes named `*Wrapper`" in next(f.gate for f in report.off_path if f.line == 10)
 
 
+DEMO = """\
+    import torch
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+    if __name__ == "__main__":
+        net = Net().cuda()
+        loss = net(torch.ones(3).cuda()).sum()
+        loss.backward()
+    """
+
+
+def test_the_main_demo_of_a_library_module_is_not_the_step(tmp_path):
+    """Library mode: a library module's `__main__` block runs only when someone runs the file as a
+    script; importing the module never runs it. Imported by the package, or a package module whose
+    block runs its own classes: the block is the evaluation path (a demo), like a developer tool.
+    A script outside a package that nobody imports keeps its answer: it may be what the user runs."""
+    report = scan(tree(tmp_path, {
+        "lib/__init__.py": "from .model import Net\n",
+        "lib/model.py": DEMO,
+        "lib/guided.py": DEMO,  # imported by nothing, but a module of the package
+        "run.py": DEMO.replace("import torch", "import torch  # a script, in no package"),
+    }))
+    assert report.extra["reach"]["mode"] == "library"
+    by = {(f.path, f.line, f.rule): f for f in report.findings + report.off_path}
+    for path in ("lib/model.py", "lib/guided.py"):
+        for line in (6, 7):
+            f = by[(path, line, "NR1001")]
+            assert f.context == "evaluation", (path, line, f.context)
+            assert "a demo run only when the file is run as a script" in f.details["context_reason"]
+    assert "`lib/__init__.py` imports it" in by[("lib/model.py", 6, "NR1001")].details["context_reason"]
+    assert "whose block runs its own `Net`" in by[("lib/guided.py", 6, "NR1001")].details["context_reason"]
+    assert by[("run.py", 6, "NR1001")].context == "step"
+
+
 def test_plugins_enabled_by_name_are_opt_in_and_the_plugin_manager_is_not(tmp_path):
     report = scan(tree(tmp_path, {
         "proj/__init__.py": "",

@@ -21,9 +21,12 @@ is a plain JSON-able record cached with the file's result:
   text, GPU branch of a capability check with a PyTorch path beside it, runs only on a CUDA device
   (`if x.is_cuda:`, `if device_type == "cuda":`, the rest of a function after
   `if not torch.cuda.is_available(): return`, with the return branch's lines as a hole)]; each arm
-  of a conditional expression on an option (`A if use_x else B`) is a region that holds no line
-  (first line after last), for the references in it. A condition is a small tree (see `_cond`) that context.py evaluates against the defaults
-  found anywhere in the repository; whatever it cannot read is ["?"] (unknown: never a gate).
+  of a conditional expression on an option (`A if use_x else B`) or on a device check
+  (`torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []`, `device_arms`) is a region
+  that holds no line (first line after last), for the references in it; a device check's arms also
+  carry their span ([line, column, end line, end column], after the hole's place) for the findings.
+  A condition is a small tree (see `_cond`) that context.py evaluates against the defaults found
+  anywhere in the repository; whatever it cannot read is ["?"] (unknown: never a gate).
 - `host_paths`: [CUDA branch region, other branch region] of each CUDA check whose other branch
   computes a result itself, neither raising, asserting nor exiting (`if x.is_cuda: return
   torch.ops.lib.op(x) else: return scipy_path(x)`, or the early `if not x.is_cuda: return f(x)`):
@@ -117,6 +120,7 @@ _NEURON_DEVICE = re.compile(r"""["'](neuron|xla)(:\d+)?["']""")
 _ENV = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault"})
 MAIN = "<main>"  # the scope of a module's `if __name__ == "__main__":` block
 _MAX_REFS = 400  # per scope: a generated table of thousands of names is not a call graph
+_LINE_END = re.compile(r"\r\n?|\n")
 _POSITIONAL = (ast.Constant, ast.Name, ast.Attribute, ast.UnaryOp, ast.IfExp)
 _MAX_CALLS = 256  # distinct calls of one callee per file recorded; more end with None ("and others")
 
@@ -225,6 +229,8 @@ class _Facts:
         self.main_span: list[int] = []
         self.top_trains = False
         self.main_trains = False  # the `__main__` block itself trains
+        self.text: str | None = None  # the source, when given (`_Walk.column`)
+        self.lines: list[str] | None = None  # its lines, split only when a column needs them
 
     # ------------------------------------------------------------------ resolution
 
@@ -399,6 +405,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
     """The function-level facts of one parsed file (see the module docstring); `text`, its source,
     lets a fact skip a walk the text rules out."""
     fx = _Facts(module_name, is_package)
+    fx.text = text
     _bind_top(fx, tree)
     _Walk(fx).run(tree)
     out = {
@@ -1034,6 +1041,55 @@ class _Walk:
             self.region = parent
         return True
 
+    def device_arms(self, n: ast.IfExp) -> bool:
+        """`torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []`: a device check in a
+        conditional expression is one as in an `if` statement (`if_`): the arm the test picks only on a
+        CUDA device (the body; the else of `a if not torch.cuda.is_available() else b`) runs only there,
+        and the other arm is its PyTorch path (a value: it neither raises nor exits). The same tests
+        count: `cuda_check`'s, and a call of a project function named for a capability (`probe_test`:
+        CUDA-only once context.py knows the function is a CUDA probe). Each arm is a region that holds no
+        line (its references only) and carries its span, [line, column, end line, end column] (1-based
+        columns, as findings give them): context.py judges the findings inside the span like those of
+        the statement's branch; the test itself (the probe) is in neither arm."""
+        fx = self.fx
+        side = cuda_check(n.test, self.cuda_locals)
+        probe = self.probe_test(n.test) if side is None and capability_test(n.test) else None
+        if side is None and probe is None:
+            return False
+        if probe is not None:
+            side = probe[1]
+        kernel = capability_test(n.test)
+        c = ["cap"] if probe is not None else ["cuda"] if side == "body" else ["not", ["cuda"]]
+        self.expr(n.test)
+        text, line, parent = _text(n.test), n.lineno, self.region
+        index = {}
+        for arm, branch in ((n.body, "body"), (n.orelse, "else")):
+            span = [arm.lineno, self.column(arm.lineno, arm.col_offset) + 1,
+                    arm.end_lineno or arm.lineno, self.column(arm.end_lineno or arm.lineno, arm.end_col_offset or 0)]
+            fx.regions.append([line + 1, line, c, branch, parent, text, kernel and branch == side,
+                               probe is None and branch == side, None, span])
+            self.region = index[branch] = len(fx.regions) - 1
+            if probe is not None and branch == side:
+                fx.probe_tests.append([self.region, probe[0]])
+            self.expr(arm)
+            self.region = parent
+        other = n.orelse if side == "body" else n.body
+        if probe is None and type(other) not in (ast.Name, ast.Constant):
+            # the other arm computes a result itself (`_computes`): what the CUDA arm alone calls has a host path
+            fx.host_paths.append([index[side], index["else" if side == "body" else "body"]])
+        return True
+
+    def column(self, line: int, offset: int) -> int:
+        """The 0-based character column of ast's byte offset on `line` (they differ after a non-ASCII
+        character; without the source text, the byte offset)."""
+        text = self.fx.text
+        if text is None or offset == 0:
+            return offset
+        if self.fx.lines is None:
+            self.fx.lines = _LINE_END.split(text)  # ast's line ends, not str.splitlines' (form feeds)
+        lines = self.fx.lines
+        return len(lines[line - 1].encode()[:offset].decode(errors="replace")) if 0 < line <= len(lines) else offset
+
     def negated_probe(self, test: ast.AST) -> str | None:
         """The reference of the project function `if not f():` asks (see `probe_test`)."""
         if type(test) is not ast.UnaryOp or type(test.op) is not ast.Not or type(test.operand) is not ast.Call:
@@ -1092,7 +1148,7 @@ class _Walk:
                     continue
             elif t is ast.Lambda:
                 pass
-            elif t is ast.IfExp and self.scope and not self.in_test and self.option_arms(n):
+            elif t is ast.IfExp and not self.in_test and ((self.scope and self.option_arms(n)) or self.device_arms(n)):
                 continue
             if t is ast.Name or t is ast.Attribute:
                 parts = _chain(n)
