@@ -1,4 +1,4 @@
-"""Re-read the hand audits (docs/calibration/audit.json, audit2.json, audit3.json, audit4.json, audit5.json, audit6.json, audit7.json) against the latest calibration reports.
+"""Re-read the hand audits (docs/calibration/audit.json for round 1, auditN.json for round N) against the latest calibration reports.
 
     python scripts/audit_recheck.py            # after scripts/calibrate.py wrote the reports
 
@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("NEURON_READY_REAL_CACHE", "/work/cache/real"))
 REPORTS = Path(os.environ.get("NEURON_READY_REPORTS", str(CACHE / "reports")))
-AUDITS = ("docs/calibration/audit.json", "docs/calibration/audit2.json", "docs/calibration/audit3.json",
-          "docs/calibration/audit4.json", "docs/calibration/audit5.json", "docs/calibration/audit6.json",
-          "docs/calibration/audit7.json")
+# round 1 is audit.json, round N auditN.json: every round committed, in order
+AUDITS = tuple(str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs" / "calibration").glob("audit*.json"),
+                                                         key=lambda p: int(p.stem[len("audit"):] or 1)))
 
 
 def main() -> int:
