@@ -71,6 +71,9 @@ _LABEL_CONTEXT = {STEP: "step", HOST: "host", EVAL: "evaluation", OPTIN: "opt-in
 # the step FP16), and `torch.save` of device state becomes `xm.save` on the XLA path.
 ONCE_STILL_PORTED = frozenset({"NR1201", "NR1202", "NR1203", "NR1204", "NR1205", "NR1206", "NR1230", "NR1404"})
 STORAGE_PRECISION = frozenset({"NR1205"})  # FP16 in code that writes a checkpoint is the file's format
+# The PyTorch versions each target runs (neuron-facts.md: TorchNeuron from PyTorch 2.10, 2.9 the last
+# XLA-based release; torch-neuronx training began on 2.1): a branch for an older PyTorch never runs.
+TORCH_RANGES = {"native": ((2, 10, 0), None), "xla": ((2, 1, 0), (2, 9, 99))}
 # Categories whose constructs are Neuron's own in a file that already targets Neuron or XLA.
 NEURON_CATEGORIES = frozenset({"device", "distributed", "precision", "compile", "host-sync", "dynamic-shape",
                                "unsupported-op", "dependency", "custom-cuda"})
@@ -193,6 +196,7 @@ class Defaults:
         self._handed_nodes: set[str] = set()
         self._budget = _FORWARD_BUDGET
         self._by_owner: dict[tuple[str, str], list] | None = None  # (function node, parameter) -> (file, value)
+        self.torch_range: tuple | None = None  # the target's PyTorch versions (TORCH_RANGES), once known
         self._calls_to: dict[str, list] = {}  # function node -> parameters each call passes (None: unknown)
         self._indexed = False  # the four call indexes above are built on first use, once the graph is attached
         self._passed_any: dict[str, list] = {}  # keyword -> (file, value) of every call
@@ -386,6 +390,8 @@ class Defaults:
         if op == "ifx":  # `if TEST: return VALUE` guards of a helper predicate, then the rest
             t = self.evaluate(cond[1], rel, depth)
             return UNKNOWN if t is UNKNOWN else self.evaluate(cond[2] if t else cond[3], rel, depth)
+        if op == "torchver":
+            return self.torch_version(cond[1], cond[2])
         if op == "oattr":
             return self.attribute(cond[1], depth)
         if op == "isa":
@@ -415,6 +421,23 @@ class Defaults:
             except TypeError:
                 return UNKNOWN
         return UNKNOWN
+
+    def torch_version(self, op: str, version: str):
+        """A test of the installed PyTorch's version (codefacts `torch_version_test`) on the target: True
+        or False when every PyTorch the target runs answers it alike (`torch >= 2.4` on TorchNeuron,
+        2.10 or later: True), UNKNOWN otherwise or with no target."""
+        if self.torch_range is None:
+            return UNKNOWN
+        try:
+            v = tuple(int(x) for x in (version.split(".") + ["0", "0"])[:3])
+        except ValueError:
+            return UNKNOWN
+        lo, hi = self.torch_range
+        holds = {"GtE": (lo >= v, hi is not None and hi < v), "Gt": (lo > v, hi is not None and hi <= v),
+                 "Lt": (hi is not None and hi < v, lo >= v), "LtE": (hi is not None and hi <= v, lo > v)}.get(op)
+        if holds is None:
+            return UNKNOWN
+        return True if holds[0] else False if holds[1] else UNKNOWN
 
     def built_by_default(self, name: str, ref: str | None = None):
         """`isinstance(x, C)`: False when the project (tests and benchmarks aside) builds the class `C`
@@ -629,6 +652,10 @@ class Defaults:
             elif kind == "oattr":
                 params = sorted({e[0] for e in self.attributes.get(name, ()) if e is not None})
                 parts.append(f"{'/'.join(params) or name} defaults to {_show(self.attribute(name))}")
+            elif kind == "torchver" and self.torch_range is not None:
+                lo, hi = self.torch_range
+                parts.append(f"PyTorch on this target is {lo[0]}.{lo[1]} or later" if hi is None
+                             else f"PyTorch on this target is {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}")
             elif kind == "env":
                 parts.append(f"${name} unset")
             elif kind == "flag":
@@ -683,6 +710,9 @@ def _names(cond: list):
         yield "opt", cond[1]
     elif cond[0] in ("flag", "param", "oattr", "isa"):
         yield cond[0], cond[1]
+    elif cond[0] == "torchver":
+        yield "torchver", "torch-version"
+        return
     elif cond[0] == "pred":
         yield "pred", cond[1]  # the helper's name (describe() reads its body); its arguments are no settings
         return
@@ -1873,7 +1903,7 @@ def markers_of(code: dict, scope: str) -> set[str]:
     return out
 
 
-def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = frozenset()) -> Context:
+def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = frozenset(), target: str = "") -> Context:
     """Set `context` (and `gate`, `context_reason`) on every finding reach put on the path; findings
     reach set aside are `off-path`."""
     from .reach import UNREACHED as UNREACHED_REASON, module_names
@@ -1888,6 +1918,9 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     ctx.neuron_entries = bool(reach.entries) and all(
         neuron_file((info_by[e].facts.get("code") or {}), info_by[e].facts) for e in reach.entries if e in info_by)
     graph = ctx.graph = graph or Graph(infos, module_names(sorted(info_by)), defaults)
+    if TORCH_RANGES.get(target) != defaults.torch_range:  # entry detection ran without the target
+        defaults.torch_range = TORCH_RANGES.get(target)
+        graph.edges_changed()
     entries = [e for e in reach.entries if e in graph.code]
     launches = [list(launch.get("args") or ()) for i in infos for launch in i.facts.get("launches", ())
                 if any(t in entries for t in _launch_targets_of(launch, i.rel, graph.modules, info_by))]

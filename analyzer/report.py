@@ -98,7 +98,7 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
                 f.on_path = not why
                 if why:
                     f.details["off_path_reason"] = why
-            ctx = context_mod.analyse(infos, reach, findings, {r.id for r in catalog if r.housekeeping})
+            ctx = context_mod.analyse(infos, reach, findings, {r.id for r in catalog if r.housekeeping}, settings.target)
             unplaced_compiles = compile_scope.mark(findings, infos, ctx, settings.target)
     except TimeBoundExceeded:
         # whatever made it slow, the scan ends: every file then counts as on the path (more work, not less)

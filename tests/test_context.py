@@ -1170,3 +1170,40 @@ def test_a_required_bool_parameter_is_what_every_call_passes(tmp_path):
                        " that gives `attn_implementation` its value (line 12)"),
         20: ("step", None),
     }
+
+
+@pytest.mark.parametrize("target, gated", [("native", {11: "only when not TORCH_2_4 (PyTorch on this target is 2.10 or later)"}),
+                                           ("xla", {13: "only when torch.__version__ >= '2.12' (PyTorch on this target is 2.1 to 2.9)"})])
+def test_a_branch_for_a_pytorch_the_target_never_runs_is_not_the_step(tmp_path, target, gated):
+    """TorchNeuron runs PyTorch 2.10 or later and torch-neuronx 2.1 to 2.9 (neuron-facts.md): the
+    `torch.cuda.amp` fallback for torch < 2.4 never runs natively, a branch for torch >= 2.12 never
+    on XLA; a test the target's versions answer both ways stays unknown (must-port)."""
+    root = tree(tmp_path, {
+        "utils.py": "import torch\nTORCH_VERSION = torch.__version__\nTORCH_2_4 = TORCH_VERSION >= '2.4'\n",
+        "train.py": """\
+            import torch
+            from utils import TORCH_2_4
+
+
+            def main():
+                model = torch.nn.Linear(4, 4)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                if TORCH_2_4:
+                    scaler = torch.amp.GradScaler("cuda")
+                else:
+                    scaler = torch.cuda.amp.GradScaler()
+                if torch.__version__ >= "2.12":
+                    model = model.cuda()
+                for _ in range(3):
+                    scaler.scale(model(torch.randn(2, 4)).sum()).backward()
+                    scaler.step(opt)
+
+
+            if __name__ == "__main__":
+                main()
+            """})
+    report = scan(root, target=target)
+    got = {f.line: f.gate for f in report.findings + report.off_path if f.line in (9, 11, 13)}
+    assert got == {9: None, 11: None, 13: None, **gated}
+    assert all(f.context == ("opt-in" if f.line in gated else "step") for f in report.findings + report.off_path
+               if f.line in (9, 11, 13))

@@ -268,6 +268,8 @@ class _Facts:
             return ["and" if type(node.op) is ast.And else "or", *(self.cond(v, params) for v in node.values)]
         if t is ast.UnaryOp and type(node.op) is ast.Not:
             return ["not", self.cond(node.operand, params)]
+        if t in (ast.Name, ast.Attribute, ast.Call, ast.Compare) and (version := torch_version_test(node)):
+            return version
         if t is ast.Compare and len(node.ops) == 1:
             op = type(node.ops[0]).__name__
             right = node.comparators[0]
@@ -1606,7 +1608,7 @@ _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|su
 def _has_config(c: list) -> bool:
     if not c:
         return False
-    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa"):
+    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa", "torchver"):
         return True
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
@@ -1668,6 +1670,51 @@ _RUN_STATE_PARAM = re.compile(r"(?i)^(training|train|is_training|requires_grad|m
 
 
 REQUIRED = "<required>"  # the "default" of a required `bool` parameter: what its callers pass (context.py)
+
+# A flag named for a PyTorch version (`TORCH_2_4`, `_TORCH_GREATER_EQUAL_2_4`,
+# `is_torch_greater_or_equal_than_2_4`): a test of the installed torch, judged against the target's
+# (context.py `Defaults.torch_range`).
+_TORCH_FLAG = re.compile(r"(?i)^_?(?:is_)?torch(?:_version)?_?(?P<op>greater_or_equal|greater_equal|at_least|geq|ge|"
+                         r"less_equal|less_than|less|lt|le|greater|gt|)_?(?:than_)?(?P<major>\d+)_(?P<minor>\d+)(?:_\d+)?$")
+_TORCH_FLAG_OPS = {"": "GtE", "greater_or_equal": "GtE", "greater_equal": "GtE", "at_least": "GtE", "geq": "GtE",
+                   "ge": "GtE", "less_equal": "LtE", "le": "LtE", "less_than": "Lt", "less": "Lt", "lt": "Lt",
+                   "greater": "Gt", "gt": "Gt"}
+_VERSION_OPS = {">=": "GtE", ">": "Gt", "<": "Lt", "<=": "LtE", "==": "Eq"}
+
+
+def torch_version_test(node: ast.AST) -> list | None:
+    """["torchver", op, "2.4"] for a test of the installed PyTorch's version: a flag named for one
+    (`TORCH_2_4`), `is_torch_greater_or_equal("2.4")`, `is_torch_version(">=", "2.4")`,
+    `check_version(TORCH_VERSION, "2.4.0")`, `version.parse(torch.__version__) >= version.parse("2.4")`,
+    `torch.__version__ >= "2.4"`; None for anything else."""
+    parts = _chain(node)
+    if parts and (m := _TORCH_FLAG.match(parts[-1])):
+        return ["torchver", _TORCH_FLAG_OPS[m["op"].lower()], f"{m['major']}.{m['minor']}"]
+    if type(node) is ast.Call and (parts := _chain(node.func)):
+        args = [_literal(a) for a in node.args]
+        if parts[-1] == "is_torch_greater_or_equal" and args and type(args[0]) is str:
+            return ["torchver", "GtE", args[0]]
+        if parts[-1] == "is_torch_version" and len(args) == 2 and args[0] in _VERSION_OPS and type(args[1]) is str:
+            return ["torchver", _VERSION_OPS[args[0]], args[1]]
+        if (parts[-1] == "check_version" and len(node.args) >= 2 and _torch_version(node.args[0])
+                and type(args[1]) is str and args[1][:1].isdigit()):
+            return ["torchver", "GtE", args[1]]
+    if type(node) is ast.Compare and len(node.ops) == 1 and _torch_version(node.left):
+        op, right = type(node.ops[0]).__name__, node.comparators[0]
+        if type(right) is ast.Call and len(right.args) == 1:
+            right = right.args[0]  # `version.parse("2.4")`
+        ver = _literal(right)
+        if op in ("GtE", "Gt", "Lt", "LtE") and type(ver) is str and ver[:1].isdigit():
+            return ["torchver", op, ver]
+    return None
+
+
+def _torch_version(node: ast.AST) -> bool:
+    """`torch.__version__`, `TORCH_VERSION`, `version.parse(torch.__version__)`, `Version(torch.__version__)`."""
+    if type(node) is ast.Call and len(node.args) == 1:
+        node = node.args[0]
+    parts = _chain(node)
+    return bool(parts) and (parts[-2:] == ["torch", "__version__"] or parts[-1] in ("TORCH_VERSION", "_TORCH_VERSION"))
 
 
 def _option_params(node: ast.FunctionDef, rebound: Collection[str] = frozenset(),
