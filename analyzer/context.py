@@ -932,6 +932,7 @@ class Graph:
         self.methods: dict[str, list[tuple[str, str]]] = {}  # method name -> (rel, "Class.method")
         self.class_methods: dict[tuple[str, str], list[str]] = {}
         self.host_names: set[str] = set()
+        self._custom_ops: dict[str, list[str]] | None = None
         for rel, code in self.code.items():
             self.host_names.update(code.get("host_values", ()))
             for name, d in code.get("defs", {}).items():
@@ -993,6 +994,9 @@ class Graph:
         out: list[str] = []
         if ref.startswith("l:"):
             out = self._in_file(rel, ref[2:].split("."), depth)
+        elif ref.startswith("q:torch.ops.") and ref.count(".") >= 3:
+            # `torch.ops.flash_attn._fwd`: the function a `@custom_op("flash_attn::_fwd")` registered
+            out = self.custom_ops().get(ref[len("q:torch.ops."):].split(".default")[0], [])
         elif ref.startswith("q:") and depth < 5:
             parts = ref[2:].split(".")
             for i in range(len(parts), 0, -1):
@@ -1013,6 +1017,15 @@ class Graph:
                 break
         self._resolved[key] = out
         return out
+
+    def custom_ops(self) -> dict[str, list[str]]:
+        """"ns.name" -> the nodes of the functions registered as that torch.library op."""
+        if self._custom_ops is None:
+            self._custom_ops = {}
+            for rel, code in sorted(self.code.items()):
+                for op, name in sorted(code.get("custom_ops", {}).items()):
+                    self._custom_ops.setdefault(op, []).append(f"{rel}::{name}")
+        return self._custom_ops
 
     def _in_file(self, rel: str, parts: list[str], depth: int = 0) -> list[str]:
         """The definition a dotted name in a file names: `Class.method`, `func`; an inherited attribute
@@ -1311,6 +1324,7 @@ class Graph:
                 if "registered" in dd[3]:
                     g = registered.get("l:" + name)
                     yield f"{rel}::{name}", STEP if g is None else OPTIN, g, None, False
+
 
     def registered_gates(self, code: dict, scope: str) -> dict[str, Gate]:
         """ref -> gate of the callables this scope registers under a key the default setting does not

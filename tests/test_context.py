@@ -1207,3 +1207,50 @@ def test_a_branch_for_a_pytorch_the_target_never_runs_is_not_the_step(tmp_path, 
     assert got == {9: None, 11: None, 13: None, **gated}
     assert all(f.context == ("opt-in" if f.line in gated else "step") for f in report.findings + report.off_path
                if f.line in (9, 11, 13))
+
+
+def test_a_custom_op_is_reached_through_torch_ops_when_its_module_is_imported(tmp_path):
+    """`@custom_op("mylib::scale")` registers `_scale` as `torch.ops.mylib.scale`, a name no import
+    resolves; on PyTorch 2.4 or later the module calls it only so, and the branch naming `_scale`
+    directly is for an older PyTorch the target never runs. Importing the module registers the op:
+    its body stays the step."""
+    root = tree(tmp_path, {
+        "ops.py": """\
+            import torch
+
+            if torch.__version__ >= "2.4.0":
+                wrapper = torch.library.custom_op
+            else:
+                def wrapper(name, fn=None, *, mutates_args, device_types=None):
+                    return lambda f: f
+
+
+            @wrapper("mylib::scale", mutates_args=(), device_types="cuda")
+            def _scale(x: torch.Tensor) -> torch.Tensor:
+                return x.cuda() * 2
+
+
+            if torch.__version__ >= "2.4.0":
+                scale = torch.ops.mylib.scale
+            else:
+                scale = _scale
+            """,
+        "train.py": """\
+            import torch
+            import ops
+
+
+            def main():
+                w = torch.nn.Parameter(torch.randn(4))
+                opt = torch.optim.SGD([w], lr=0.1)
+                for _ in range(3):
+                    ops.scale(w).sum().backward()
+                    opt.step()
+
+
+            if __name__ == "__main__":
+                main()
+            """})
+    report = scan(root)
+    assert [(f.path, f.line, f.context) for f in report.findings + report.off_path if f.rule == "NR1001"] == [
+        ("ops.py", 12, "step")]

@@ -203,6 +203,7 @@ class _Facts:
         self.handed: set[str] = set()
         self.param_owners: dict[str, str] = {}  # option parameter or `self.x` -> the function it is a parameter of
         self.registrations: list[list] = []  # [registry, key, callable's ref, scope of the call]
+        self.custom_ops: dict[str, str] = {}  # "ns.name" of a `@custom_op("ns::name")` -> the function
         self.attributes: dict[str, list] = {}  # instance attribute -> what each class sets it to (class_attributes)
         self.members: set[str] = set()  # the enclosing class's other objects (`_members`)
         # configuration objects by their annotation (`margs: Arguments`, `self.margs = margs`): `_config_objects`
@@ -423,7 +424,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
         "top_trains": fx.top_trains,
     }
     for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
-                       ("registrations", fx.registrations), ("attributes", fx.attributes), ("predicates", fx.predicates),
+                       ("registrations", fx.registrations), ("custom_ops", fx.custom_ops),
+                       ("attributes", fx.attributes), ("predicates", fx.predicates),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}), ("signatures", fx.signatures),
                        ("handed", sorted(fx.handed)),
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
@@ -802,6 +804,12 @@ class _Walk:
         # `@register("name")`, `@registry.register_module()`, `@register_model`: registered for lookup by name
         if any("regist" in d.lower() for d in decos):
             out.append("registered")
+        for d in node.decorator_list:
+            op = _literal(d.args[0]) if type(d) is ast.Call and d.args else None
+            if type(op) is str and op.count("::") == 1 and kind == "f" and not self.scope:
+                # `@torch.library.custom_op("flash_attn::_fwd", ...)` (or a wrapper of it): called as
+                # `torch.ops.flash_attn._fwd`, a name no import resolves (context.py `Graph.resolve`)
+                self.fx.custom_ops[op.replace("::", ".")] = node.name
         if _rewrites_weights(node):
             out.append("surgery")
         if kind == "m" and node.name == "__init__":
