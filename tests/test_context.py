@@ -1211,9 +1211,9 @@ def test_a_branch_for_a_pytorch_the_target_never_runs_is_not_the_step(tmp_path, 
 
 def test_a_custom_op_is_reached_through_torch_ops_when_its_module_is_imported(tmp_path):
     """`@custom_op("mylib::scale")` registers `_scale` as `torch.ops.mylib.scale`, a name no import
-    resolves; on PyTorch 2.4 or later the module calls it only so, and the branch naming `_scale`
-    directly is for an older PyTorch the target never runs. Importing the module registers the op:
-    its body stays the step."""
+    resolves (nor is it the fake implementation registered beside it); on PyTorch 2.4 or later the
+    module names it only so, and the branch naming `_scale` directly is for an older PyTorch the
+    target never runs: its body stays the step."""
     root = tree(tmp_path, {
         "ops.py": """\
             import torch
@@ -1228,6 +1228,11 @@ def test_a_custom_op_is_reached_through_torch_ops_when_its_module_is_imported(tm
             @wrapper("mylib::scale", mutates_args=(), device_types="cuda")
             def _scale(x: torch.Tensor) -> torch.Tensor:
                 return x.cuda() * 2
+
+
+            @torch.library.register_fake("mylib::scale")
+            def _scale_fake(x):
+                return torch.empty_like(x)
 
 
             if torch.__version__ >= "2.4.0":

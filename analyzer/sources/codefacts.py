@@ -806,10 +806,12 @@ class _Walk:
             out.append("registered")
         for d in node.decorator_list:
             op = _literal(d.args[0]) if type(d) is ast.Call and d.args else None
-            if type(op) is str and op.count("::") == 1 and kind == "f" and not self.scope:
+            if (type(op) is str and op.count("::") == 1 and kind == "f" and not self.scope
+                    and not re.search(r"(?i)fake|abstract|meta", _text(d.func))):
                 # `@torch.library.custom_op("flash_attn::_fwd", ...)` (or a wrapper of it): called as
-                # `torch.ops.flash_attn._fwd`, a name no import resolves (context.py `Graph.resolve`)
-                self.fx.custom_ops[op.replace("::", ".")] = node.name
+                # `torch.ops.flash_attn._fwd`, a name no import resolves (context.py `Graph.resolve`);
+                # a fake (meta) implementation registered for it computes shapes only
+                self.fx.custom_ops.setdefault(op.replace("::", "."), node.name)
         if _rewrites_weights(node):
             out.append("surgery")
         if kind == "m" and node.name == "__init__":
@@ -932,6 +934,9 @@ class _Walk:
             ref = self.fx.value_ref(value)
             if ref is not None:
                 self.fx.aliases[name] = ref  # `attn = AttnFunction.apply`: calling `attn` calls that
+                if ref.startswith("q:torch.ops."):
+                    # `fwd = torch.ops.lib.fwd` names the registered function, as `fwd = _fwd` would
+                    _add_ref(self.fx.refs.setdefault(self.scope, {}), ref, self.region)
                 return True
         c = self.fx.cond(value, {})
         if c != ["?"] and c[0] != "flag" and not _CAPABILITY_FLAG.search(name):
