@@ -569,12 +569,12 @@ class Defaults:
         calls = self._calls_to.get(node)
         if not calls or any(c is None or name not in c for c in calls):
             return False
-        scope = split_node(node)[1]
-        own = scope[: -len(".__init__")] if scope.endswith(".__init__") else scope
-        d = self._graph.def_of(f"{split_node(node)[0]}::{own}") if self._graph else None
+        rel, scope = split_node(node)
+        own = scope.removesuffix(".__init__")  # a class's constructor: the class is what is handed around
+        d = self._graph.def_of(f"{rel}::{own}") if self._graph else None
         if d is None or "registered" in d[3] or "hook" in d[3] or own.rsplit(".", 1)[-1] in self._loose:
             return False
-        return f"{split_node(node)[0]}::{own}" not in self._handed_nodes
+        return f"{rel}::{own}" not in self._handed_nodes
 
     def param_value(self, name: str, default, depth: int = 0, owner: str | None = None, path: tuple = ()):
         """The value the parameter `name` (of the function node `owner`, when known) has in the
@@ -774,12 +774,8 @@ def _param_of_cond(cond: list, name: str) -> list:
 
 def _param_default(cond: list, name: str):
     """The default of the parameter `name` in a condition (the raw default of an attribute set from it)."""
-    if cond[:2] == ["param", name]:
-        return cond[3] if len(cond) > 3 else cond[2]
-    for x in cond[1:]:
-        if isinstance(x, list) and (v := _param_default(x, name)) is not UNKNOWN:
-            return v
-    return UNKNOWN
+    found = _param_of_cond(cond, name)
+    return (found[3] if len(found) > 3 else found[2]) if found else UNKNOWN
 
 
 _EXERCISE_DIRS = EXCLUDED_DIRS - {"example", "examples", "doc", "docs"}  # examples are what users start from
@@ -996,7 +992,7 @@ class Graph:
             out = self._in_file(rel, ref[2:].split("."), depth)
         elif ref.startswith("q:torch.ops.") and ref.count(".") >= 3:
             # `torch.ops.flash_attn._fwd`: the function a `@custom_op("flash_attn::_fwd")` registered
-            out = self.custom_ops().get(ref[len("q:torch.ops."):].split(".default")[0], [])
+            out = self.custom_ops().get(".".join(ref[len("q:torch.ops."):].split(".")[:2]), [])  # `.default`: an overload
         elif ref.startswith("q:") and depth < 5:
             parts = ref[2:].split(".")
             for i in range(len(parts), 0, -1):
@@ -1069,7 +1065,7 @@ class Graph:
             return EVAL  # a profiler's or benchmark's functions, and what only they call
         if "host" in markers or name in self.host_names:
             return HOST
-        if host_path(split_node(node)[0]):
+        if host_path(rel):
             return HOST  # a function of the data pipeline by its place (`data/`, `transforms/`): what only it calls is host-side too
         return STEP
 
@@ -1324,7 +1320,6 @@ class Graph:
                 if "registered" in dd[3]:
                     g = registered.get("l:" + name)
                     yield f"{rel}::{name}", STEP if g is None else OPTIN, g, None, False
-
 
     def registered_gates(self, code: dict, scope: str) -> dict[str, Gate]:
         """ref -> gate of the callables this scope registers under a key the default setting does not
