@@ -892,9 +892,35 @@ def innermost_region(code: dict, line: int, keep=lambda region: True) -> int | N
     return best
 
 
-def line_gate(code: dict, line: int, rel: str, defaults: Defaults) -> Gate | None:
-    """The gate of the innermost condition region holding `line`."""
-    best = innermost_region(code, line)
+def arm_region(code: dict, line: int, column: int, keep=lambda region: True) -> int | None:
+    """The innermost arm of a conditional expression (a region with a span, codefacts `option_arms`,
+    `device_arms`) whose span holds (line, column), of those `keep` accepts: `a if TORCH_2_4 else b`
+    is the one-line form of `if TORCH_2_4: a else: b`, its arms regions like the statement's branches.
+    An arm holds no statement, so it is inside every line region around it."""
+    best, best_span = None, None
+    for i, region in enumerate(code.get("regions", ())):
+        span = region[9] if len(region) > 9 else None
+        if span and (span[0], span[1]) <= (line, column) <= (span[2], span[3]) and keep(region):
+            size = (span[2] - span[0], span[3] - span[1])
+            if best_span is None or size < best_span:
+                best, best_span = i, size
+    return best
+
+
+def setting_arm(code: dict, line: int, column: int | None) -> int | None:
+    """The innermost arm around (line, column) of a conditional expression on a setting or version
+    (not a device check: `cuda_only` judges those arms, as the statement's CUDA branch)."""
+    if column is None:
+        return None
+    return arm_region(code, line, column, lambda region: region[2] not in _CAPABILITY_CONDS and not cuda_branch(region))
+
+
+def line_gate(code: dict, line: int, rel: str, defaults: Defaults, column: int | None = None) -> Gate | None:
+    """The gate of the innermost condition region holding `line` (and `column`: an arm of a
+    conditional expression on a setting is one, `setting_arm`)."""
+    best = setting_arm(code, line, column)
+    if best is None:
+        best = innermost_region(code, line)
     return region_gate(code, best, rel, defaults) if best is not None else None
 
 
@@ -2173,14 +2199,7 @@ def cuda_arm(code: dict, line: int, column: int) -> int | None:
     """The innermost CUDA-only arm of a conditional expression (`torch.cuda.get_rng_state_all() if
     torch.cuda.is_available() else []`, codefacts `device_arms`) whose span holds (line, column): a
     region like the branch of `if torch.cuda.is_available():`, one expression wide."""
-    best, best_span = None, None
-    for i, region in enumerate(code.get("regions", ())):
-        span = region[9] if len(region) > 9 else None
-        if span and (span[0], span[1]) <= (line, column) <= (span[2], span[3]) and cuda_branch(region):
-            size = (span[2] - span[0], span[3] - span[1])
-            if best_span is None or size < best_span:
-                best, best_span = i, size
-    return best
+    return arm_region(code, line, column, cuda_branch)
 
 
 def _def_markers(code: dict, scope: str) -> list:
@@ -2423,7 +2442,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                     else:
                         f.details["pytorch_path"] = True  # a setting picks the GPU path: switch, validate, optimise
         if context != "off-path":
-            local = line_gate(code, f.line, f.path, defaults) if code else None
+            local = line_gate(code, f.line, f.path, defaults, f.column) if code else None
             if local is None and code and f.details.get("value_lines"):
                 local = chosen_gate(code, f.details["value_lines"], f.path, defaults, f.symbol.split("=", 1)[0])
             markers = markers_of(code, scope) if code else set()

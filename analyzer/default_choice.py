@@ -13,7 +13,7 @@ Each such finding gets `default_option` (the setting), `default_choice` (the tes
 
 from __future__ import annotations
 
-from .context import UNKNOWN, Defaults, _feature, _same, cuda_branch, innermost_region
+from .context import UNKNOWN, Defaults, _feature, _same, cuda_branch, innermost_region, setting_arm
 from .model import GPU_CODE_CATEGORIES, Finding
 from .sources.codefacts import regions_out
 
@@ -59,7 +59,9 @@ def _branch_choice(code: dict, f: Finding, defaults: Defaults, gpu: list) -> tup
     """The innermost branch around the finding that a setting's default takes, and whether the
     branch beside it (the setting's other values) runs without GPU code."""
     regions = code.get("regions", ())
-    inner = innermost_region(code, f.line)
+    inner = setting_arm(code, f.line, f.column)
+    if inner is None:
+        inner = innermost_region(code, f.line)
     if inner is None:
         return None
     for i, region in regions_out(regions, inner):

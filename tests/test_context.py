@@ -1259,3 +1259,87 @@ def test_a_custom_op_is_reached_through_torch_ops_when_its_module_is_imported(tm
     report = scan(root)
     assert [(f.path, f.line, f.context) for f in report.findings + report.off_path if f.rule == "NR1001"] == [
         ("ops.py", 12, "step")]
+
+
+@pytest.mark.parametrize("test, gated", [("TORCH_2_4", None),
+                                          ("not TORCH_2_4", "only when not TORCH_2_4 (PyTorch on this target is 2.10 or later)")])
+def test_an_arm_of_a_conditional_expression_on_a_version_is_a_branch(tmp_path, test, gated):
+    """`a if TORCH_2_4 else b` is the one-line form of `if TORCH_2_4: a else: b`: the arm for a PyTorch
+    the target never runs (natively 2.10 or later) is opt-in like the statement's branch, with its gate;
+    the arm taken stays must-port."""
+    root = tree(tmp_path, {
+        "utils.py": "import torch\nTORCH_VERSION = torch.__version__\nTORCH_2_4 = TORCH_VERSION >= '2.4'\n",
+        "train.py": f"""\
+            import torch
+            from utils import TORCH_2_4
+
+
+            def main():
+                model = torch.nn.Linear(4, 4)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                scaler = torch.amp.GradScaler("cuda") if {test} else None
+                for _ in range(3):
+                    scaler.scale(model(torch.randn(2, 4)).sum()).backward()
+                    scaler.step(opt)
+
+
+            if __name__ == "__main__":
+                main()
+            """})
+    report = scan(root, target="native")
+    got = [(f.symbol, f.context, f.gate) for f in report.findings + report.off_path if f.line == 8]
+    assert got == [("torch.amp.GradScaler", "opt-in" if gated else "step", gated)]
+
+
+def test_an_arm_of_a_conditional_expression_on_an_option_is_a_branch(tmp_path):
+    """`flash_fn(x) if args.use_flash else torch_fn(x)` with `--use-flash` off by default: the flash arm
+    is opt-in with the option's gate, as in `if args.use_flash:`; the other arm is the step."""
+    root = tree(tmp_path, {
+        "train.py": """\
+            import argparse
+            import torch
+            from flash_attn import flash_attn_func
+
+
+            def main():
+                p = argparse.ArgumentParser()
+                p.add_argument("--use-flash", action="store_true")
+                args = p.parse_args()
+                model = torch.nn.Linear(4, 4)
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for _ in range(3):
+                    x = torch.randn(2, 4)
+                    y = flash_attn_func(x, x, x) if args.use_flash else x.cuda()
+                    model(y).sum().backward()
+                    opt.step()
+
+
+            if __name__ == "__main__":
+                main()
+            """})
+    report = scan(root)
+    line14 = {f.rule: (f.column, f.context, f.gate) for f in report.findings + report.off_path if f.line == 14}
+    flash = [v for v in line14.values() if v[0] < 40]
+    other = [v for v in line14.values() if v[0] > 40]
+    assert flash and all(c == "opt-in" and g and "use_flash" in g for _c, c, g in flash), line14
+    assert other and all(c == "step" for _c, c, g in other), line14
+
+
+def test_an_arm_of_a_conditional_expression_on_a_capability_is_a_kernel_branch():
+    """`fused_add(x, y) if HAS_TRITON else x + y` is `if HAS_TRITON: fused_add(x, y) else: x + y` in one
+    line: the kernel arm is a region marked as the statement's kernel branch (what only it calls has a
+    PyTorch path beside it), with its span for the findings in it; `not HAS_TRITON` marks the else."""
+    import ast as _ast
+
+    from analyzer.sources.codefacts import code_facts
+
+    for test, kernel_arm in (("HAS_TRITON", "fused_add"), ("not HAS_TRITON", "fused_add")):
+        body, other = ("fused_add(x, y)", "x + y") if test == "HAS_TRITON" else ("x + y", "fused_add(x, y)")
+        src = f"HAS_TRITON = False\n\n\ndef add(x, y):\n    return {body} if {test} else {other}\n"
+        facts = code_facts(_ast.parse(src), "m", False, src)
+        arms = [r for r in facts["regions"] if len(r) > 9 and r[9]]
+        assert len(arms) == 2
+        marked = [r for r in arms if r[6]]
+        assert len(marked) == 1
+        line, col, end, end_col = marked[0][9]
+        assert src.splitlines()[line - 1][col - 1:end_col] == kernel_arm + "(x, y)"

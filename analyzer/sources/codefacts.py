@@ -1039,18 +1039,27 @@ class _Walk:
     def option_arms(self, n: ast.IfExp) -> bool:
         """`codebook = Euclidean if not use_cosine_sim else CosineSim`: a class or function chosen by an
         option is an alternative like an `if` branch; each arm's references sit in a region of its own
-        that holds no line (the line's findings are judged by the statement, not by one arm)."""
+        that holds no line, with the arm's span (`span`) for the findings inside it (context.py
+        `setting_arm`). A capability test (`fused(x) if HAS_TRITON else x + y`) marks its kernel arm
+        as `if_` marks the kernel branch."""
         fx = self.fx
         c = fx.cond(n.test, self.params)
+        kernel = capability_test(n.test)  # `fused(x) if HAS_TRITON else x + y`: the kernel arm has a PyTorch path beside it
         if c == ["?"] or not _has_config(c):
-            return False
+            if not kernel:
+                return False
+            if self.device_arms(n):
+                return True  # a device check's arms keep their rule (`device_arms`)
+            c = ["cap"]  # an unknown capability test, as `if_` marks it: never a gate, only the fallback
         self.expr(n.test)
         line = n.lineno
-        negated = c[0] == "not" and type(n.test) is ast.UnaryOp
+        not_test = type(n.test) is ast.UnaryOp and type(n.test.op) is ast.Not
+        negated = c[0] == "not" and not_test
         arms = ((n.body, c, "body", n.test), (n.orelse, c[1], "body", n.test.operand) if negated else (n.orelse, c, "else", n.test))
         parent = self.region
         for arm, cond, branch, test in arms:
-            fx.regions.append([line + 1, line, cond, branch, parent, _text(test), False, False])
+            mark = kernel and arm is (n.orelse if not_test else n.body)
+            fx.regions.append([line + 1, line, cond, branch, parent, _text(test), mark, False, None, self.span(arm)])
             self.region = len(fx.regions) - 1
             self.expr(arm)
             self.region = parent
@@ -1079,10 +1088,8 @@ class _Walk:
         text, line, parent = _text(n.test), n.lineno, self.region
         index = {}
         for arm, branch in ((n.body, "body"), (n.orelse, "else")):
-            span = [arm.lineno, self.column(arm.lineno, arm.col_offset) + 1,
-                    arm.end_lineno or arm.lineno, self.column(arm.end_lineno or arm.lineno, arm.end_col_offset or 0)]
             fx.regions.append([line + 1, line, c, branch, parent, text, kernel and branch == side,
-                               probe is None and branch == side, None, span])
+                               probe is None and branch == side, None, self.span(arm)])
             self.region = index[branch] = len(fx.regions) - 1
             if probe is not None and branch == side:
                 fx.probe_tests.append([self.region, probe[0]])
@@ -1093,6 +1100,11 @@ class _Walk:
             # the other arm computes a result itself (`_computes`): what the CUDA arm alone calls has a host path
             fx.host_paths.append([index[side], index["else" if side == "body" else "body"]])
         return True
+
+    def span(self, arm: ast.AST) -> list[int]:
+        """An arm's span, [line, column, end line, end column] (1-based columns, as findings give them)."""
+        end = arm.end_lineno or arm.lineno
+        return [arm.lineno, self.column(arm.lineno, arm.col_offset) + 1, end, self.column(end, arm.end_col_offset or 0)]
 
     def column(self, line: int, offset: int) -> int:
         """The 0-based character column of ast's byte offset on `line` (they differ after a non-ASCII
