@@ -28,6 +28,7 @@ from . import nearcopy
 from .catalog import Catalog, Rule
 from .model import EFFORT_CLASSES, GPU_CODE_CATEGORIES, Estimate, Finding, Range, Task
 from .simulate import quantiles
+from .sources.native import HEADER_SUFFIXES
 
 if TYPE_CHECKING:  # pragma: no cover
     from .reach import Reach
@@ -104,6 +105,8 @@ CUDA_CHECKS = frozenset({"NR1019"})
 DEVICE_PROBES = frozenset({"NR1005"})
 SELECTING_PROBES = frozenset({"is_available", "device_count"})
 DEVICE_LITERALS = frozenset({"NR1001", "NR1002", "NR1003", "NR1004"})
+# Inline PTX lines: a CUDA source's port rewrites its device code as one unit (sites(): ptx_lines)
+INLINE_PTX = frozenset({"NR1706"})
 
 MECHANICAL = ("device", "distributed", "precision", "compile", "host-sync", "dependency")
 FAMILY_TITLES = {
@@ -905,7 +908,8 @@ class _Planner:
     def sites(self) -> dict[int, int]:
         """Findings that are another line of an edit a finding of the same task already counts, each
         to that primary (the finding a reader acts on); docs/effort-model.md, "Sites". Each rule folds only
-        where the second line is unambiguously the same edit, within one file but for launchers:
+        where the second line is unambiguously the same edit, within one file but for launchers and
+        support headers:
         - a CUDA setting of a CMake build file after the first of that file (the build is ported once);
         - a Triton autotune or heuristics decorator of a kernel whose own finding sits in the same file
           (the decorator goes with the kernel's rewrite). A launch is not folded: replacing it by a
@@ -921,6 +925,10 @@ class _Planner:
           fixed-shape redesign, one pad or bucket for the gathers after one `nonzero`);
         - a CUDA source with no kernel of its own whose project includes define kernels with a finding
           in the same task: a site of that finding (launchers);
+        - an inline PTX line of a CUDA source: a site of the file's per-file finding, else of its first
+          PTX line (ptx_lines: the file's device code is ported as one unit);
+        - a CUDA header with no kernel and no device code of its own that kernel sources include: a
+          site of the first including kernel file's finding (support_headers);
         - a further import line of one GPU-only library in its task, in any file (library_imports).
         A site keeps its context and its task, and so its cost: the figures do not change."""
         task_of = {i: d.id for d in self.drafts.values() for i in d.idx}
@@ -960,6 +968,8 @@ class _Planner:
                 if near:
                     out[i] = min(near, key=lambda j: (abs(self.findings[j].line - f.line), self.findings[j].line))
         out.update(self.launchers(task_of, order))
+        out.update(self.ptx_lines(task_of, order))
+        out.update((i, j) for i, j in self.support_headers(task_of, order).items() if i not in out)
         out.update(self.library_imports(order, task_of))
         for i, tid in self.checks.items():
             f = self.findings[i]
@@ -1000,6 +1010,59 @@ class _Planner:
                 level = sorted({t for p in level for t in includes.get(p, ()) if t not in seen})
                 seen.update(level)
                 hits = [kernel_file[(task_of[i], p)] for p in level if (task_of[i], p) in kernel_file]
+                if hits:
+                    out[i] = hits[0]
+        return out
+
+    def ptx_lines(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
+        """Inline PTX lines (INLINE_PTX) of one CUDA source in one task and context: the file's port
+        rewrites its device code as one unit (its per-file finding carries the file's size), so each
+        PTX line is a site of the file's per-file finding (NR1703/NR1704) when it has one, else each
+        further PTX line is a site of the file's first."""
+        first: dict[tuple[str, str, str], int] = {}  # (task, context, path) -> the file's primary
+        for i in order:  # per-file findings first: they are the primary wherever their line sits
+            f = self.findings[i]
+            if self.cuda_file(f):
+                first.setdefault((task_of[i], f.context, f.path), i)
+        out: dict[int, int] = {}
+        for i in order:
+            f = self.findings[i]
+            if f.rule in INLINE_PTX:
+                primary = first.setdefault((task_of[i], f.context, f.path), i)
+                if primary != i:
+                    out[i] = primary
+        return out
+
+    def support_headers(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
+        """A CUDA header with no kernel and no device code of its own (macros, types, `__host__
+        __device__` helpers: KernelFacts.device_code) that project sources with kernels include, with a
+        per-file finding in the same task and context: a site of the first including kernel file's
+        finding by path (the nearest includer first, going up through headers that include it). Its
+        macros and helpers expand into those kernels and are ported with them. A header with device
+        code (a `__device__` function, inline PTX, intrinsics) stays an item: that is work of its own."""
+        includes = self.reach.includes if self.reach is not None else {}
+        included_by: dict[str, set[str]] = {}
+        for src, targets in includes.items():
+            for t in targets:
+                included_by.setdefault(t, set()).add(src)
+        kernel_file: dict[tuple[str, str, str], int] = {}  # (task, context, path) -> its first per-file finding
+        for i in order:
+            f = self.findings[i]
+            if self.cuda_file(f) and f.kernel_facts.kernels and not f.kernel_facts.prebuilt:
+                kernel_file.setdefault((task_of[i], f.context, f.path), i)
+        out: dict[int, int] = {}
+        if not kernel_file:
+            return out
+        for i in order:
+            f = self.findings[i]
+            k = f.kernel_facts
+            if not self.cuda_file(f) or not f.path.endswith(HEADER_SUFFIXES) or k.kernels or k.device_code or k.prebuilt:
+                continue
+            seen, level = {f.path}, [f.path]
+            while level and i not in out:  # one include depth at a time: the nearest includers win
+                level = sorted({s for p in level for s in included_by.get(p, ()) if s not in seen})
+                seen.update(level)
+                hits = [kernel_file[(task_of[i], f.context, p)] for p in level if (task_of[i], f.context, p) in kernel_file]
                 if hits:
                     out[i] = hits[0]
         return out

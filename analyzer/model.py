@@ -156,6 +156,7 @@ class KernelFacts:
     device_function: bool = False  # a @triton.jit that returns a value: inlined into the kernels that call it
     kernel_fingerprints: tuple[str, ...] = ()  # CUDA source: a sketch per kernel, in kernel_names' order
     thread_index: bool = False  # CUDA source with no kernel: its device code reads the thread or block index
+    device_code: bool = False  # CUDA source with no kernel: device code of its own (native.device_code)
 
     @classmethod
     def of(cls, details: dict[str, Any]) -> "KernelFacts":
@@ -176,6 +177,7 @@ class KernelFacts:
             device_function=bool(details.get("device_function")),
             kernel_fingerprints=tuple(str(n) for n in details.get("kernel_fingerprints") or ()),
             thread_index=bool(details.get("thread_index")),
+            device_code=bool(details.get("device_code")),
         )
 
 

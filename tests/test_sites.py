@@ -377,3 +377,107 @@ def test_a_long_list_of_sites_shows_the_first_few_and_counts_the_rest(tmp_path):
     assert f"layers/l{shown:02d}.py:2 (NR1901) and {11 - shown} more" in out
     assert f"`layers/l{shown:02d}.py:2` (NR1901) and {11 - shown} more" in md
     assert f"layers/l{shown + 1:02d}.py:2" not in out
+
+
+SUPPORT_SETUP = """\
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+    setup(name="ops", ext_modules=[CUDAExtension("ops._ext", ["csrc/a.cu", "csrc/b.cu", "csrc/c.cu"])],
+          cmdclass={"build_ext": BuildExtension})
+    """
+
+# device helpers with inline PTX, no per-file finding of their own (helper_header): three PTX lines
+PTX_HEADER = """\
+    #pragma once
+    __device__ unsigned clock32() {
+      unsigned t;
+      asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
+      return t;
+    }
+    __device__ unsigned sm_id() {
+      unsigned id;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+      return id;
+    }
+    __device__ void fence() { asm volatile("membar.gl;"); }
+    """
+
+# macros and a host-device helper only: what they hold expands into the kernels that include it
+MACRO_HEADER = """\
+    #pragma once
+    #include <c10/cuda/CUDAGuard.h>
+    #define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x " must be a CUDA tensor")
+    #define CUDA_GET_THREAD_ID(tid, n) \\
+        const int tid = blockIdx.x * blockDim.x + threadIdx.x; \\
+        if (tid >= n) return
+    template <typename T>
+    inline __device__ __host__ T ceil_div(T a, T b) { return (a + b - 1) / b; }
+    """
+
+# a device function of its own (it reads the lane it runs on): ported work, not glue
+DEVICE_HEADER = """\
+    #pragma once
+    #include <cuda_runtime.h>
+    __device__ float lane_value(const float *x) { return x[threadIdx.x % 32]; }
+    """
+
+KERNEL_A = """\
+    #include "include/macros.cuh"
+    #include "include/ptx.cuh"
+
+    __global__ void a_kernel(float *x, int n) {
+        CUDA_GET_THREAD_ID(i, n);
+        unsigned s;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+        asm volatile("membar.cta;");
+        x[i] += clock32() + s;
+    }
+
+    void a(float *x, int n) { a_kernel<<<ceil_div(n, 256), 256>>>(x, n); }
+    """
+
+KERNEL_B = """\
+    #include "include/macros.cuh"
+
+    __global__ void b_kernel(float *x, int n) {
+        CUDA_GET_THREAD_ID(i, n);
+        x[i] *= 2;
+    }
+
+    void b(float *x, int n) { b_kernel<<<ceil_div(n, 256), 256>>>(x, n); }
+    """
+
+KERNEL_C = """\
+    #include "include/device.cuh"
+
+    __global__ void c_kernel(float *x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] = lane_value(x);
+    }
+
+    void c(float *x, int n) { c_kernel<<<(n + 255) / 256, 256>>>(x, n); }
+    """
+
+
+def test_ptx_lines_of_one_source_are_sites_and_a_macro_header_of_kernels_too_but_device_code_stays(tmp_path):
+    report = scan(tree(tmp_path, {"setup.py": SUPPORT_SETUP, "csrc/include/ptx.cuh": PTX_HEADER,
+                                  "csrc/include/macros.cuh": MACRO_HEADER, "csrc/include/device.cuh": DEVICE_HEADER,
+                                  "csrc/a.cu": KERNEL_A, "csrc/b.cu": KERNEL_B, "csrc/c.cu": KERNEL_C}))
+    ptx = {(f.path, f.line): f.part_of for f in report.findings if f.rule == "NR1706"}
+    # a header with no per-file finding: its first PTX line is the item, the two others its sites
+    assert [ptx[("csrc/include/ptx.cuh", n)] for n in (4, 9, 12)] == [""] + ["NR1706 csrc/include/ptx.cuh:4"] * 2
+    assert "csrc/include/ptx.cuh" not in {f.path for f in report.findings if f.rule == "NR1703"}
+    per_file = {f.path: f for f in report.findings if f.rule == "NR1703"}
+    a = per_file["csrc/a.cu"]
+    assert a.part_of == "" and per_file["csrc/b.cu"].part_of == "" and per_file["csrc/c.cu"].part_of == ""
+    # a kernel source's PTX lines: sites of the file's own finding, which carries its size
+    assert [ptx[("csrc/a.cu", n)] for n in (7, 8)] == [f"NR1703 csrc/a.cu:{a.line}"] * 2
+    # macros and a host-device helper: a site of the first kernel file (by path) that includes it
+    macros = per_file["csrc/include/macros.cuh"]
+    assert macros.part_of == f"NR1703 csrc/a.cu:{a.line}" and not macros.details.get("device_code")
+    # a device function of its own: an item
+    device = per_file["csrc/include/device.cuh"]
+    assert device.part_of == "" and device.details.get("device_code") is True
+    tids = {task_of(report, "NR1703", f.line) for f in per_file.values()}
+    assert len(tids) == 1

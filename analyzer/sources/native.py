@@ -138,6 +138,9 @@ class CudaStats:
     # no kernel, but device code that reads which thread or block it runs on: a kernel's body (a functor
     # another file's generic kernel runs), not launch glue
     thread_index: bool = False
+    # no kernel, but device code of its own (device_code()): a `__device__`-only function, inline PTX,
+    # device intrinsics or the thread index outside a macro; False: macros, types and host helpers only
+    device_code: bool = False
 
     def details(self) -> dict:
         d = {
@@ -152,6 +155,8 @@ class CudaStats:
             d["kernel_fingerprints"] = [k.fingerprint for k in self.kernels]
         if self.thread_index:
             d["thread_index"] = True
+        if self.device_code:
+            d["device_code"] = True
         d.update(self.features)
         if self.libraries:
             d["libraries"] = self.libraries
@@ -196,7 +201,28 @@ def cuda_stats(code: str) -> CudaStats:
             stats.features[key] = count
     stats.libraries = [name for name, rx in _LIBRARIES.items() if rx.search(code)]
     stats.thread_index = not stats.kernels and bool(_THREAD_INDEX.search(code))
+    stats.device_code = not stats.kernels and device_code(code, stats)
     return stats
+
+
+# device code of its own: work only a device runs (the thread index, PTX, warp, tensor-core and atomic
+# intrinsics, shared memory) or a function only the device compiles; `__host__ __device__` helpers
+# compute from their arguments on either side
+_DEVICE_FEATURES = ("atomics", "shared_memory", "inline_ptx", "warp_intrinsics", "tensor_cores")
+_HOST_DEVICE = re.compile(r"\b__host__\s+(?:__forceinline__\s+|inline\s+)?__device__\b|\b__device__\s+(?:__forceinline__\s+|inline\s+)?__host__\b")
+_DEVICE_ONLY = re.compile(r"\b(?:__device__|CUTLASS_DEVICE|CUTE_DEVICE)\b")
+_MACRO = re.compile(r"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\n)*[^\n]*", re.M)
+
+
+def device_code(code: str, stats: CudaStats) -> bool:
+    """Does a CUDA source with no kernel hold device code of its own (CudaStats.device_code)? A macro's
+    body is text the including kernel expands (a `CUDA_GET_THREAD_ID` macro reads threadIdx in that
+    kernel), so the thread index counts only outside `#define`s."""
+    if any(stats.features.get(k) for k in _DEVICE_FEATURES):
+        return True
+    if _DEVICE_ONLY.search(_HOST_DEVICE.sub(" ", code)):
+        return True
+    return stats.thread_index and bool(_THREAD_INDEX.search(_MACRO.sub(" ", code)))
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
