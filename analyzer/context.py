@@ -38,7 +38,8 @@ import re
 from dataclasses import dataclass, field
 
 from .model import CONTEXTS, GPU_CODE_CATEGORIES, Finding  # noqa: F401 - CONTEXTS is the contract
-from .reach import _TEST_FILE, EXCLUDED_DIRS
+from .reach import EXCLUDED_DIRS
+from .reach import exercises as _exercises_options
 from .sources.codefacts import KEY_PATH, MAIN, REQUIRED, regions_out, unpacked
 from .sources.setup_code import checkpoint_writes
 from .sources.vocab import HOST_CATEGORIES
@@ -776,15 +777,6 @@ def _param_default(cond: list, name: str):
     """The default of the parameter `name` in a condition (the raw default of an attribute set from it)."""
     found = _param_of_cond(cond, name)
     return (found[3] if len(found) > 3 else found[2]) if found else UNKNOWN
-
-
-_EXERCISE_DIRS = EXCLUDED_DIRS - {"example", "examples", "doc", "docs"}  # examples are what users start from
-
-
-def _exercises_options(rel: str) -> bool:
-    """A test or benchmark file (reach.py's excluded folders and test files, examples and docs aside)."""
-    *dirs, name = rel.split("/")
-    return any(d.lower() in _EXERCISE_DIRS for d in dirs) or bool(_TEST_FILE.match(name))
 
 
 def _feature(cond: list) -> str:

@@ -10,6 +10,8 @@ module is on the path.
 Never on the path, unless an explicitly named entry reaches them:
 - tests, benchmarks, examples and docs folders (and `test_*.py`, `*_test.py`, `conftest.py`);
 - with no entry point, standalone scripts that do not train (a `__main__` guard, imported by nothing);
+- with no entry point, test support: a module named as support (`_helper.py`, `*_utils.py`) that only
+  tests, benchmarks and other test support import;
 - vendored third-party code: git submodules, `third_party/`-style folders, well-known vendored
   C++ libraries (cutlass, composable_kernel, ...) and sub-folders with their own licence file.
 Native sources are on the path only when a build compiles them (setup.py / `load` / `load_inline`
@@ -62,6 +64,12 @@ UNBUILT = "no build compiles it"
 VENDORED = "vendored third-party code ({project})"
 EXT_UNREACHED = "compiled into {ext}, which no training entry point imports"
 STANDALONE = "a standalone script that does not train (a tool run on its own)"
+TEST_SUPPORT = "imported only by tests and benchmarks: {importers}"
+# Names that say a module serves tests or measurements rather than users: a private module (`_helper.py`),
+# or a word for tests, helpers or utilities (`attn_bias_utils.py`); of its folders, privacy or a word for tests.
+_SUPPORT_WORDS = r"tests?|testing|helpers?|fixtures?|mocks?|bench|benchmarks?"
+_SUPPORT_MODULE = re.compile(rf"(?i)^_(?!_)|(^|_)({_SUPPORT_WORDS}|utils?)(_|$)")
+_SUPPORT_FOLDER = re.compile(rf"(?i)^_(?!_)|(^|_)({_SUPPORT_WORDS})(_|$)")
 
 
 class EntryError(ConfigError):
@@ -524,6 +532,8 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
             reach.reasons[rel] = why
     if reach.mode == "library":
         reach.demos = library_demos(info, python, graph, vendored)
+        for rel, why in test_support(info, python, graph, vendored, reach.reasons).items():
+            reach.reasons.setdefault(rel, why)
     for e in exts:
         if e.build in vendored or (excluded(e.build) and e.build not in named_reach):
             e.on_path = False
@@ -686,6 +696,52 @@ def library_demos(info: dict[str, FileInfo], python: list[str], graph: nx.DiGrap
                       if ref.startswith("l:")} & set(defs))
         if own and posixpath.join(folder, "__init__.py") in info:
             out[rel] = f"a module of the package `{folder or '.'}` whose block runs its own `{own[0]}`"
+    return out
+
+
+EXERCISE_DIRS = EXCLUDED_DIRS - {"example", "examples", "doc", "docs"}  # examples are what users start from
+
+
+def exercises(rel: str) -> bool:
+    """A test or benchmark file (the excluded folders and test files, examples and docs aside: a user
+    starts from those)."""
+    *dirs, name = rel.split("/")
+    return any(d.lower() in EXERCISE_DIRS for d in dirs) or bool(_TEST_FILE.match(name))
+
+
+def support_name(rel: str) -> bool:
+    """A module whose name or folder says it serves tests or measurements (`_SUPPORT_MODULE`)."""
+    *dirs, name = rel.split("/")
+    return bool(_SUPPORT_MODULE.search(name.rsplit(".", 1)[0])) or any(_SUPPORT_FOLDER.search(d) for d in dirs)
+
+
+def test_support(info: dict[str, FileInfo], python: list[str], graph: nx.DiGraph, vendored: dict[str, str],
+                 reasons: dict[str, str]) -> dict[str, str]:
+    """Library mode: the modules kept inside the package for its tests (a loader of bundled test
+    data, a reference implementation to compare against), each with why. Such a module is imported,
+    and only imported, by test files or by other such modules: no library module imports it, no
+    package `__init__` re-exports it, no example, benchmark or doc imports it, and it is no script
+    (no `__main__` block). A training job that uses the library never imports it. A module nothing
+    imports stays the library's surface (a user imports it), as does every package `__init__`. A
+    library's public modules are often used only by its users and its tests (an op, a checker, a
+    hot-swap utility), so the module's name must also say it is support: private, or named for tests,
+    helpers, benchmarks or utilities (`_SUPPORT_MODULE`), or in a private or test-named folder."""
+    out: dict[str, str] = {}
+    changed = True
+    while changed:  # a helper imported only by another test helper is one too
+        changed = False
+        for rel in python:
+            if (rel in out or rel in reasons or rel in vendored or excluded(rel) or info[rel].kind != "python"
+                    or posixpath.basename(rel) == "__init__.py" or main_guard(info[rel].facts) or not support_name(rel)):
+                continue
+            importers = sorted(p for p in graph.predecessors(rel) if p != rel)
+            if importers and all(p in out or (exercises(p) and p not in vendored) for p in importers):
+                shown = [p for p in importers if p not in out] or importers
+                names = ", ".join(shown[:2]) + (f" and {len(shown) - 2} more" if len(shown) > 2 else "")
+                via = [p for p in importers if p in out]
+                out[rel] = TEST_SUPPORT.format(importers=names) if not via else \
+                    f"imported only by tests, benchmarks and their helper {via[0]}"
+                changed = True
     return out
 
 

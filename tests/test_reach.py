@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from scanning import write_tree as tree
 from neuron_ready.config import ConfigError, Settings
 from neuron_ready.engine import run_scan
-from neuron_ready.reach import EXCLUDED, STANDALONE, UNBUILT, UNREACHED, glob_matches, module_names
+from neuron_ready.reach import EXCLUDED, STANDALONE, UNBUILT, UNREACHED, glob_matches, module_names, support_name
 from neuron_ready.sources.builds import build_facts
 from neuron_ready.sources.native import build_facts as native_build_facts
 
@@ -42,6 +42,13 @@ def where(report) -> dict[str, str]:
     out = {f.path: "" for f in report.findings}
     out.update({f.path: f.details["off_path_reason"] for f in report.off_path if not f.details.get("repeats")})
     return out
+
+
+def library_where(root: Path):
+    """The report of a tree with no training entry point (library mode), and `where` of it."""
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "library"
+    return report, where(report)
 
 
 # ------------------------------------------------------------------------------------------ fixture
@@ -121,9 +128,7 @@ def test_without_entry_points_every_module_outside_tests_is_on_the_path(tmp_path
         "docs/conf.py": "import torch\nx = torch.zeros(1).cuda()\n",
         "scripts/convert.py": "import torch\nif __name__ == '__main__':\n    torch.zeros(1).cuda()\n",
     })
-    report = scan(root)
-    assert report.extra["reach"]["mode"] == "library"
-    w = where(report)
+    _, w = library_where(root)
     assert w["lib/a.py"] == ""
     assert w["tests/test_a.py"] == w["lib/test_b.py"] == w["docs/conf.py"] == EXCLUDED
     assert w["scripts/convert.py"] == STANDALONE
@@ -140,10 +145,43 @@ def test_a_script_is_standalone_only_when_none_of_its_code_trains(tmp_path):
         "scripts/notes.py": "import torch\nHELP = 'call loss.backward() then optimizer.step()'\n\n"
                             "if __name__ == '__main__':\n    torch.zeros(1).cuda()\n",
     })
-    report = scan(root)
-    assert report.extra["reach"]["mode"] == "library"
-    w = where(report)
+    _, w = library_where(root)
     assert w["scripts/tool.py"] == "" and w["scripts/notes.py"] == STANDALONE
+
+
+def test_a_library_module_only_tests_import_is_test_support(tmp_path):
+    # A helper kept in the package for its tests (a loader of bundled test data) runs in no job that
+    # uses the library: off the path, with who imports it. One a library module also imports stays;
+    # so does a public module only tests import (a user imports it), and a helper a benchmark and a
+    # test share, or that only another test helper imports, is support too.
+    cuda = "import torch\nx = torch.zeros(1).cuda()\n"
+    root = tree(tmp_path, {
+        "lib/__init__.py": "from .a import f\n",
+        "lib/a.py": "from ._shared import g\n\ndef f():\n    return g()\n",
+        "lib/_helper.py": "from ._data_utils import load\n" + cuda,
+        "lib/_data_utils.py": cuda + "def load():\n    return x\n",
+        "lib/_shared.py": cuda + "def g():\n    return x\n",
+        "lib/bench_utils.py": cuda,
+        "lib/ops.py": cuda,
+        "tests/test_a.py": "from lib._helper import x\nfrom lib._shared import g\nfrom lib.ops import x\n",
+        "benchmarks/bench_a.py": "from lib.bench_utils import x\n",
+        "tests/test_b.py": "from lib.bench_utils import x\n",
+    })
+    report, w = library_where(root)
+    assert w["lib/_helper.py"] == "imported only by tests and benchmarks: tests/test_a.py"
+    assert w["lib/_data_utils.py"] == "imported only by tests, benchmarks and their helper lib/_helper.py"
+    assert w["lib/bench_utils.py"] == "imported only by tests and benchmarks: benchmarks/bench_a.py, tests/test_b.py"
+    assert w["lib/_shared.py"] == w["lib/ops.py"] == ""
+    assert {f.context for f in report.off_path if f.path == "lib/_helper.py"} == {"off-path"}
+
+
+@pytest.mark.parametrize("rel, support", [
+    ("pkg/_helper.py", True), ("pkg/attn_bias_utils.py", True), ("pkg/test_utils/examples.py", True),
+    ("pkg/_internal/gemm.py", True), ("pkg/utils/hotswap.py", False), ("pkg/ops/tree_attention.py", False),
+    ("pkg/__init__.py", False), ("pkg/testable.py", False),
+])
+def test_only_a_module_named_for_support_can_be_test_support(rel, support):
+    assert support_name(rel) is support
 
 
 def test_console_script_that_trains_is_an_entry(tmp_path):
