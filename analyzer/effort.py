@@ -22,6 +22,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from . import nearcopy
@@ -987,31 +988,20 @@ class _Planner:
     def launchers(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
         """A CUDA source with no kernel of its own (a launcher filling parameters, a one-line template
         instantiation) whose project includes, followed transitively, reach a source with kernels and a
-        finding in the same task: a site of that finding (the nearest include first, then the first by
-        path). The kernels are what a port rewrites; the launcher is the wrapper edit that follows them.
-        A source with a kernel of its own stays an item, whatever it includes, and so does one whose
-        device code reads the thread or block index: a kernel's body (a functor run by a generic
-        kernel of the header, one op of several that share it), not launch glue."""
+        finding in the same task and context: a site of that finding (the nearest include first, then
+        the first by path). The kernels are what a port rewrites; the launcher is the wrapper edit that
+        follows them. A source with a kernel of its own stays an item, whatever it includes, and so does
+        one whose device code reads the thread or block index: a kernel's body (a functor run by a
+        generic kernel of the header, one op of several that share it), not launch glue."""
+        kernel_file = self.kernel_files(task_of, order)
         includes = self.reach.includes if self.reach is not None else {}
-        kernel_file: dict[tuple[str, str], int] = {}  # (task, path) -> the file's first per-file finding
-        for i in order:
-            f = self.findings[i]
-            if self.cuda_file(f) and f.kernel_facts.kernels and not f.kernel_facts.prebuilt:
-                kernel_file.setdefault((task_of[i], f.path), i)
         out: dict[int, int] = {}
-        if not kernel_file:
-            return out
-        for i in order:
-            f = self.findings[i]
-            if not self.cuda_file(f) or f.kernel_facts.kernels or f.kernel_facts.thread_index or f.kernel_facts.prebuilt:
-                continue
-            seen, level = {f.path}, [f.path]
-            while level and i not in out:  # one include depth at a time: the nearest kernels win
-                level = sorted({t for p in level for t in includes.get(p, ()) if t not in seen})
-                seen.update(level)
-                hits = [kernel_file[(task_of[i], p)] for p in level if (task_of[i], p) in kernel_file]
-                if hits:
-                    out[i] = hits[0]
+        for i in order if kernel_file else ():
+            k = self.findings[i].kernel_facts
+            if self.cuda_file(self.findings[i]) and not (k.kernels or k.thread_index or k.prebuilt):
+                hit = self.nearest_kernel_file(i, includes, task_of, kernel_file)
+                if hit is not None:
+                    out[i] = hit
         return out
 
     def ptx_lines(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
@@ -1040,32 +1030,45 @@ class _Planner:
         finding by path (the nearest includer first, going up through headers that include it). Its
         macros and helpers expand into those kernels and are ported with them. A header with device
         code (a `__device__` function, inline PTX, intrinsics) stays an item: that is work of its own."""
-        includes = self.reach.includes if self.reach is not None else {}
+        kernel_file = self.kernel_files(task_of, order)
         included_by: dict[str, set[str]] = {}
-        for src, targets in includes.items():
+        for src, targets in (self.reach.includes if self.reach is not None else {}).items():
             for t in targets:
                 included_by.setdefault(t, set()).add(src)
-        kernel_file: dict[tuple[str, str, str], int] = {}  # (task, context, path) -> its first per-file finding
+        out: dict[int, int] = {}
+        for i in order if kernel_file else ():
+            f = self.findings[i]
+            k = f.kernel_facts
+            if self.cuda_file(f) and f.path.endswith(HEADER_SUFFIXES) and not (k.kernels or k.device_code or k.prebuilt):
+                hit = self.nearest_kernel_file(i, included_by, task_of, kernel_file)
+                if hit is not None:
+                    out[i] = hit
+        return out
+
+    def kernel_files(self, task_of: dict[int, str], order: list[int]) -> dict[tuple[str, str, str], int]:
+        """(task, context, path) -> the first per-file finding of each CUDA source with kernels of its
+        own (not prebuilt): the primaries launchers and support headers fold into."""
+        out: dict[tuple[str, str, str], int] = {}
         for i in order:
             f = self.findings[i]
             if self.cuda_file(f) and f.kernel_facts.kernels and not f.kernel_facts.prebuilt:
-                kernel_file.setdefault((task_of[i], f.context, f.path), i)
-        out: dict[int, int] = {}
-        if not kernel_file:
-            return out
-        for i in order:
-            f = self.findings[i]
-            k = f.kernel_facts
-            if not self.cuda_file(f) or not f.path.endswith(HEADER_SUFFIXES) or k.kernels or k.device_code or k.prebuilt:
-                continue
-            seen, level = {f.path}, [f.path]
-            while level and i not in out:  # one include depth at a time: the nearest includers win
-                level = sorted({s for p in level for s in included_by.get(p, ()) if s not in seen})
-                seen.update(level)
-                hits = [kernel_file[(task_of[i], f.context, p)] for p in level if (task_of[i], f.context, p) in kernel_file]
-                if hits:
-                    out[i] = hits[0]
+                out.setdefault((task_of[i], f.context, f.path), i)
         return out
+
+    def nearest_kernel_file(self, i: int, edges: Mapping[str, Iterable[str]], task_of: dict[int, str],
+                            kernel_file: dict[tuple[str, str, str], int]) -> int | None:
+        """The kernel file finding (kernel_files) nearest to finding i's file along `edges` (the project
+        includes, or their reverse), one depth at a time, the first by path within a depth; same task
+        and context as i. None when no kernel file is reached."""
+        f = self.findings[i]
+        seen, level = {f.path}, [f.path]
+        while level:
+            level = sorted({t for p in level for t in edges.get(p, ()) if t not in seen})
+            seen.update(level)
+            hits = [kernel_file[key] for p in level if (key := (task_of[i], f.context, p)) in kernel_file]
+            if hits:
+                return hits[0]
+        return None
 
     def library_package(self, f: Finding) -> str | None:
         """The catalog module a GPU-library finding imports or calls (`stk` for `from stk.backend.autocast
