@@ -2003,6 +2003,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     cuda_only(findings, info_by, housekeeping, ctx)
     first_party_headers(findings, set(info_by))
     build_scripts(findings, info_by)
+    chosen_cuda_builds(findings, info_by)
     optional_modules(findings, info_by, graph.modules)
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])},
                           set(info_by))
@@ -2242,6 +2243,28 @@ def build_scripts(findings: list[Finding], info_by: dict) -> None:
             f.context, f.gate = "off-path", None
             f.details.pop("feature", None)
             f.details["context_reason"] = "build script: runs on the build host when the package is built, not in training"
+
+
+def chosen_cuda_builds(findings: list[Finding], info_by: dict) -> None:
+    """A CUDA build that a build script chooses beside a CPU build of the same ops (builds.py
+    `cuda_choices`: `Ext = CppExtension if suffix == "cpu" else CUDAExtension`, `extension =
+    CUDAExtension` under `if torch.cuda.is_available() and CUDA_HOME ...` with a `CppExtension`
+    default, and the call of the chosen class) is a build-time choice: a Neuron build host, with no
+    CUDA, builds the CPU extension. Opt-in behind that choice; the CUDA kernels it would compile keep
+    their own findings at their sources. An unconditional CUDA build, or one whose other case builds
+    nothing (only an environment variable skips it), is no choice and stays."""
+    for f in findings:
+        if f.context != "step" or f.category != "custom-cuda" or f.path not in info_by:
+            continue
+        cpu = dict(info_by[f.path].facts.get("cuda_choices", ())).get(f.line)
+        if cpu is None:
+            continue
+        name = f.path.rsplit("/", 1)[-1]
+        f.context, f.gate = "opt-in", f"only when the build picks CUDA (`{name}` builds a `{cpu}` otherwise)"
+        f.details["feature"] = "cuda-build"
+        f.details["context_reason"] = (f"a build-time choice: `{name}` builds a `{cpu}` (CPU) extension of the same "
+                                       "ops when it does not pick CUDA, as on a Neuron build host; the CUDA "
+                                       "kernels keep their findings at their sources")
 
 
 def runs_only_on(findings: list[Finding]) -> None:

@@ -212,6 +212,145 @@ def test_a_device_probe_in_setup_py_is_build_configuration(tmp_path):
     assert by_path[("train.py", "NR1005")].context == "step"
 
 
+_TRAIN = """\
+    import torch
+    import ops
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        loss = ops.scale(model(torch.randn(2, 4))).sum()
+        loss.backward()
+        opt.step()
+    """
+_KERNEL = "__global__ void scale_kernel(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }\n"
+_OPS = {
+    "ops/__init__.py": "from . import _C\ndef scale(x):\n    return _C.scale(x)\n",
+    "csrc/ops.cpp": "#include <torch/extension.h>\nint scale() { return 0; }\n",
+    "csrc/cpu/scale_cpu.cpp": "int scale_cpu() { return 0; }\n",
+    "csrc/cuda/scale_cuda.cu": _KERNEL,
+}
+
+_IFEXP_SETUP = """\
+    import os
+    import torch
+    from setuptools import setup
+    from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+    WITH_CUDA = torch.cuda.is_available() and CUDA_HOME is not None
+    suffices = ["cpu", "cuda"] if WITH_CUDA or os.getenv("FORCE_CUDA", "0") == "1" else ["cpu"]
+    def get_extensions():
+        extensions = []
+        for suffix in suffices:
+            sources = ["csrc/ops.cpp", "csrc/cpu/scale_cpu.cpp"]
+            if suffix == "cuda":
+                sources += ["csrc/cuda/scale_cuda.cu"]
+            Extension = CppExtension if suffix == "cpu" else CUDAExtension
+            extensions += [Extension(f"ops._C_{suffix}", sources)]
+        return extensions
+    setup(name="ops", ext_modules=get_extensions(), cmdclass={"build_ext": BuildExtension})
+    """
+
+_BRANCH_SETUP = """\
+    import os
+    import torch
+    from setuptools import setup
+    from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
+    def get_extensions():
+        extension = CppExtension
+        sources = ["csrc/ops.cpp", "csrc/cpu/scale_cpu.cpp"]
+        args = {"cxx": ["-O3"]}
+        if torch.cuda.is_available() and CUDA_HOME is not None or os.getenv("FORCE_CUDA", "0") == "1":
+            extension = CUDAExtension
+            sources += ["csrc/cuda/scale_cuda.cu"]
+            args["nvcc"] = ["-O3"]
+        return [
+            extension(
+                "ops._C",
+                sources,
+                extra_compile_args=args,
+            )
+        ]
+    setup(name="ops", ext_modules=get_extensions(), cmdclass={"build_ext": BuildExtension})
+    """
+
+_IF_ELSE_SETUP = """\
+    from setuptools import setup
+    from torch.utils.cpp_extension import CUDA_HOME
+    if CUDA_HOME is not None:
+        from torch.utils.cpp_extension import CUDAExtension
+        ext = CUDAExtension("ops._C", ["csrc/ops.cpp", "csrc/cuda/scale_cuda.cu"])
+    else:
+        from torch.utils.cpp_extension import CppExtension
+        ext = CppExtension("ops._C", ["csrc/ops.cpp", "csrc/cpu/scale_cpu.cpp"])
+    setup(name="ops", ext_modules=[ext])
+    """
+
+_IMPORTED_AS_SETUP = """\
+    from setuptools import setup
+    from torch.utils.cpp_extension import CUDA_HOME
+    if CUDA_HOME is None:
+        from torch.utils.cpp_extension import CppExtension as Builder
+    else:
+        from torch.utils.cpp_extension import CUDAExtension as Builder
+    setup(name="ops", ext_modules=[Builder("ops._C", ["csrc/ops.cpp", "csrc/cuda/scale_cuda.cu"])])
+    """
+
+
+@pytest.mark.parametrize("setup_py, lines", [
+    (_IFEXP_SETUP, {13}),  # the CUDA arm of `CppExtension if suffix == "cpu" else CUDAExtension`
+    (_BRANCH_SETUP, {10, 14}),  # `extension = CUDAExtension` under the CUDA test, and the call of the chosen class
+    (_IF_ELSE_SETUP, {5}),  # a CUDAExtension call whose `else` builds a CppExtension of the same module
+    (_IMPORTED_AS_SETUP, {7}),  # the call of a name imported as CppExtension or CUDAExtension by the branch
+])
+def test_a_cuda_build_chosen_beside_a_cpu_build_is_a_build_time_option(tmp_path, setup_py, lines):
+    report = scan(tree(tmp_path, {"setup.py": setup_py, "train.py": _TRAIN, **_OPS}))
+    builds = {line: f for f in report.findings + report.off_path
+              if f.rule == "NR1701" and f.path == "setup.py" for line in [f.line]}
+    assert set(builds) == lines
+    for f in builds.values():
+        assert f.context == "opt-in", (f.line, f.context)
+        assert f.gate == "only when the build picks CUDA (`setup.py` builds a `CppExtension` otherwise)"
+        assert f.details["feature"] == "cuda-build"
+        assert "build-time choice" in f.details["context_reason"]
+    # the kernels the CUDA build would compile still need their port
+    [kernel] = [f for f in report.findings if f.path == "csrc/cuda/scale_cuda.cu" and f.rule == "NR1703"]
+    assert kernel.context == "step"
+
+
+@pytest.mark.parametrize("setup_py", [
+    """\
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+    setup(name="ops", ext_modules=[CUDAExtension("ops._C", ["csrc/ops.cpp", "csrc/cuda/scale_cuda.cu"])],
+          cmdclass={"build_ext": BuildExtension})
+    """,
+    # only an environment variable skips the CUDA build, which leaves no extension at all
+    """\
+    import os
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+    ext_modules = []
+    if os.getenv("BUILD_NO_CUDA", "0") != "1":
+        ext_modules.append(CUDAExtension("ops._C", ["csrc/ops.cpp", "csrc/cuda/scale_cuda.cu"]))
+    setup(name="ops", ext_modules=ext_modules, cmdclass={"build_ext": BuildExtension})
+    """,
+    # a CPU extension of other ops beside the CUDA one is no alternative to it
+    """\
+    import torch
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+    ext_modules = [CppExtension("ops._host", ["csrc/cpu/scale_cpu.cpp"])]
+    if torch.cuda.is_available():
+        ext_modules.append(CUDAExtension("ops._C", ["csrc/ops.cpp", "csrc/cuda/scale_cuda.cu"]))
+    setup(name="ops", ext_modules=ext_modules, cmdclass={"build_ext": BuildExtension})
+    """,
+])
+def test_an_unconditional_cuda_build_or_one_with_no_cpu_build_stays(tmp_path, setup_py):
+    report = scan(tree(tmp_path, {"setup.py": setup_py, "train.py": _TRAIN, **_OPS}))
+    [build] = [f for f in report.findings + report.off_path if f.rule == "NR1701" and f.path == "setup.py"]
+    assert build.context == "step", build.details.get("context_reason")
+    assert build.gate is None
+
+
 # ------------------------------------------------------------------------------------------ programs
 
 @pytest.mark.parametrize("folder, joined", [("", True), ("tune/", False)])

@@ -10,6 +10,12 @@ directory: string literals, f-strings, `os.path.join`, `pathlib` `/`, `glob.glob
 `.append`/`.extend` and names assigned in the file. Anything that cannot be read statically becomes
 `**` (any path): a build we cannot read is assumed to compile what it might, never nothing.
 Uses Python's `ast` (not libcst) so it runs on every file, parsed by the rule walker or not.
+
+`cuda_choices` ([line, CPU class], `_Reader.cuda_choices`): the lines where a build script names a
+CUDA build that is one side of a choice whose other side builds a CPU extension (`Ext = CppExtension
+if suffix == "cpu" else CUDAExtension`; `extension = CppExtension` then `extension = CUDAExtension`
+under an `if`, and the calls of such a variable; `CUDAExtension(...)` in one branch of an `if` and a
+`CppExtension(...)` in the other). context.py `chosen_cuda_builds` reads them.
 """
 
 from __future__ import annotations
@@ -37,6 +43,13 @@ ANY = "**"
 _FILE = "\0file"  # the value of __file__
 _NOT_NATIVE = re.compile(r"\.(py|pyx|pxd|txt|md|json|toml|cfg|ya?ml)$")
 _MAX_DEPTH = 8
+_CUDA_SOURCE = re.compile(r"\.(cu|cuh)$")
+
+
+def _class_kind(qualified: str) -> str | None:
+    """"cuda" or "cpu" for a qualified build class name, else None."""
+    kind = BUILD_CALLS.get(qualified)
+    return "cuda" if kind == "cuda" else "cpu" if kind in ("cpp", "extension") else None
 
 
 def build_facts(text: str) -> dict:
@@ -47,8 +60,12 @@ def build_facts(text: str) -> dict:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
-    builds = _Reader(tree).builds()
-    return {"builds": builds} if builds else {}
+    reader = _Reader(tree)
+    builds = reader.builds()
+    if not builds:
+        return {}
+    choices = reader.cuda_choices()
+    return {"builds": builds, "cuda_choices": choices} if choices else {"builds": builds}
 
 
 def _dotted(node: ast.AST) -> list[str] | None:
@@ -127,6 +144,133 @@ class _Reader:
                 build["sources"] = sorted({p for p in patterns if not _NOT_NATIVE.search(p)})
             out.append(build)
         return sorted(out, key=lambda b: (b["line"], b["kind"]))
+
+    # ------------------------------------------------------------------ CUDA builds chosen beside CPU builds
+
+    def build_class(self, node: ast.AST) -> str | None:
+        """"cuda" or "cpu" for a build class (`CUDAExtension`; `CppExtension`, setuptools `Extension`)
+        or a call of one (by its sources and flags: `Extension(...)` of `.cu` sources or with nvcc
+        flags is a CUDA build), else None."""
+        call = node if type(node) is ast.Call else None
+        ref = call.func if call is not None else node
+        if type(ref) not in (ast.Name, ast.Attribute):
+            return None
+        q = self.qualify(ref) or ""
+        kind = BUILD_CALLS.get(q) or _BARE.get(q)
+        if kind == "cuda":
+            return "cuda"
+        if kind not in ("cpp", "extension"):
+            return None
+        if call is not None:
+            src = _arg(call, 1, "sources")
+            if src is not None and any(_CUDA_SOURCE.search(p) for p in self.patterns(src, 0)[0]):
+                return "cuda"
+            for kw in call.keywords:
+                if (kw.arg == "extra_compile_args" and "'nvcc'" in ast.dump(kw.value)) or (
+                        kw.arg == "with_cuda" and type(kw.value) is ast.Constant and kw.value.value is True):
+                    return "cuda"
+        return "cpu"
+
+    def cuda_choices(self) -> list[list]:
+        """[line, CPU class] of each CUDA build chosen beside a CPU build of the same ops: the CUDA arm
+        of a conditional expression whose other arm is a CPU build (`CppExtension if suffix == "cpu"
+        else CUDAExtension`); a CUDA class assigned (or imported `as` a name) under an `if` to a name
+        that holds a CPU class outside that branch (a default before it, the other branch), and the
+        calls of a name that only such choices give a CUDA class; a CUDA build call in one branch of
+        an `if` whose other branch calls a CPU build, or that replaces a CPU build of the same module
+        name made outside its branch. An unconditional CUDA build, or one whose other case builds
+        nothing, is none."""
+        held: dict[str, list[tuple[str, tuple, int, str]]] = {}  # name -> (kind, if-path, line, class name)
+        calls: list[tuple[ast.Call, tuple]] = []
+        sites: dict[int, str] = {}
+        chosen: dict[str, str] = {}  # name -> the CPU class beside the CUDA one it may hold
+
+        def arm_choice(n: ast.IfExp) -> str | None:
+            kinds = (self.build_class(n.body), self.build_class(n.orelse))
+            if set(kinds) != {"cuda", "cpu"}:
+                return None
+            cuda, cpu = (n.body, n.orelse) if kinds[0] == "cuda" else (n.orelse, n.body)
+            sites[cuda.lineno] = self.class_name(cpu)
+            return sites[cuda.lineno]
+
+        def simple(st: ast.stmt, path: tuple) -> None:
+            if type(st) is ast.ImportFrom and st.module and not st.level:
+                for a in st.names:
+                    kind = _class_kind(f"{st.module}.{a.name}")
+                    if kind:
+                        held.setdefault(a.asname or a.name, []).append((kind, path, st.lineno, a.name))
+                return
+            targets = st.targets if type(st) is ast.Assign else [st.target] if type(st) is ast.AnnAssign else []
+            names = [t.id for t in targets if type(t) is ast.Name]
+            value = getattr(st, "value", None)
+            for n in ast.walk(st):
+                if type(n) is ast.IfExp:
+                    cpu = arm_choice(n)
+                    if cpu is not None and n is value:
+                        chosen.update((name, cpu) for name in names)
+                elif type(n) is ast.Call:
+                    calls.append((n, path))
+            if names and type(value) in (ast.Name, ast.Attribute):
+                kind = self.build_class(value)
+                for name in names if kind else ():
+                    held.setdefault(name, []).append((kind, path, value.lineno, self.class_name(value)))
+
+        def walk(body: list, path: tuple) -> None:
+            for st in body:
+                t = type(st)
+                if t is ast.If:
+                    walk(st.body, (*path, (id(st), "body")))
+                    walk(st.orelse, (*path, (id(st), "else")))
+                elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While,
+                           ast.With, ast.AsyncWith, ast.Try) or t.__name__ in ("TryStar", "Match"):
+                    for field in ("body", "orelse", "finalbody"):
+                        walk(getattr(st, field, None) or [], path)
+                    for h in getattr(st, "handlers", ()):
+                        walk(h.body, path)
+                    for c in getattr(st, "cases", ()):
+                        walk(c.body, path)
+                else:
+                    simple(st, path)
+
+        walk(self.tree.body, ())
+
+        def outside(inner: tuple, other: tuple) -> bool:
+            """`other` does not sit in `inner`'s innermost branch (a default before it, another branch)."""
+            return bool(inner) and other[:len(inner)] != inner
+
+        for name, entries in held.items():
+            cpu = [(p, cls) for k, p, _, cls in entries if k == "cpu"]
+            cuda = [(p, line) for k, p, line, _ in entries if k == "cuda"]
+            picked = [(line, beside[0]) for p, line in cuda if (beside := [cls for q, cls in cpu if outside(p, q)])]
+            sites.update(picked)
+            if cuda and len(picked) == len(cuda):
+                chosen[name] = picked[0][1]
+        direct = []  # calls of a build class by its own name, not of a variable holding one
+        for call, path in calls:
+            name = call.func.id if type(call.func) is ast.Name else None
+            if name in chosen:
+                sites[call.lineno] = chosen[name]
+            elif name not in self.values and len({e[0] for e in held.get(name, ())}) < 2:
+                kind = self.build_class(call)
+                if kind:
+                    direct.append((kind, path, call.lineno, self.name_pattern(_arg(call, 0, "name")),
+                                   self.class_name(call)))
+        for kind, path, line, module, _cls in direct:
+            if kind != "cuda" or not path:
+                continue
+            for k, other, _l, mod, cls in direct:
+                fork = next((i for i, (a, b) in enumerate(zip(path, other)) if a != b), None)
+                if k == "cpu" and ((fork is not None and path[fork][0] == other[fork][0])
+                                   or (outside(path, other) and module and mod == module)):
+                    sites[line] = cls
+                    break
+        return sorted([line, cls] for line, cls in sites.items())
+
+    def class_name(self, node: ast.AST) -> str:
+        """The short name of a build class (`CppExtension`, `Extension`), for words."""
+        ref = node.func if type(node) is ast.Call else node
+        q = self.qualify(ref) if type(ref) in (ast.Name, ast.Attribute) else None
+        return (q or "CppExtension").rsplit(".", 1)[-1]
 
     def name_pattern(self, node: ast.AST | None) -> str:
         if node is None:
