@@ -2137,7 +2137,12 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
     never costed. A branch that also places data or picks the device (`device = "cuda"`) stays a
     concern, and so does its test, unless nothing after the branch needs it (codefacts
     `cuda_optional`: a cache warm-up, `f = torch.compile(f)`, a value set before refined): then its
-    test and its body are skipped on Trainium with nothing lost, whatever their rules."""
+    test and its body are skipped on Trainium with nothing lost, whatever their rules. When the test
+    reads a device, tensor or process group that already exists (codefacts `device_tests`: `if
+    self._device.type == "cuda":`, `use_ids = dist.get_backend() == "nccl"`), not what is available,
+    its device and distributed findings only re-express that device for CUDA: the device was chosen
+    elsewhere, on Trainium the branch is not taken, and they are opt-in too (kernels, GPU libraries
+    and precision keep the rules above)."""
     groups: dict[tuple[str, object], list[Finding]] = {}
     for f in findings:
         code = (info_by[f.path].facts.get("code") or {}) if f.path in info_by else {}
@@ -2164,10 +2169,20 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         # check); a device choice there (`self.device = torch.device("cuda")`) still picks the device
         beside = (_optional_cuda_branch(code, where, kernel=True) if isinstance(where, int)
                   else ctx is not None and where in ctx.auto_fallback)
+        # a test of a device that already exists (`if self._device.type == "cuda":`, codefacts
+        # `device_tests`): its device plumbing re-expresses that device; on Trainium nothing is chosen
+        reads = isinstance(where, int) and _reads_device_region(code, where)
+        plumbing = {id(f) for f in fs if reads and f.rule not in housekeeping and f.category in DEVICE_PLUMBING}
         if optional or all(f.rule in housekeeping for f in fs):
-            beside = False
+            beside, plumbing = False, set()
         elif beside:
-            fs = [f for f in fs if not f.fallback or f.category in GPU_CODE_CATEGORIES or f.rule in housekeeping]
+            plumbing = {id(f) for f in fs if f.fallback and id(f) in plumbing}  # beside moves the others itself
+            fs = [f for f in fs if not f.fallback or f.category in GPU_CODE_CATEGORIES or f.rule in housekeeping
+                  or id(f) in plumbing]
+        elif reads:  # its plumbing and housekeeping; kernels and GPU libraries stay
+            fs = [f for f in fs if id(f) in plumbing or f.rule in housekeeping]
+            if not fs:
+                continue
         else:
             continue
         if isinstance(where, int):
@@ -2185,7 +2200,10 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
                     if probe else
                     "a CUDA-only branch nothing after it needs (a warm-up, a compile, a refinement): skipped on Trainium"
                     if optional else "the CUDA path of a device check with a PyTorch path beside it: skipped on Trainium"
-                    if beside else "CUDA-only housekeeping behind a device check: skipped on Trainium")
+                    if beside and id(f) not in plumbing else
+                    "the test reads a device that already exists (chosen elsewhere) and this only re-expresses it "
+                    "for CUDA: on Trainium that device is a Neuron one, the branch is not taken and nothing is chosen"
+                    if id(f) in plumbing else "CUDA-only housekeeping behind a device check: skipped on Trainium")
 
 
 def cuda_arm(code: dict, line: int, column: int) -> int | None:
@@ -2198,6 +2216,18 @@ def cuda_arm(code: dict, line: int, column: int) -> int | None:
 def _def_markers(code: dict, scope: str) -> list:
     d = code.get("defs", {}).get(scope) if scope else None
     return d[3] if d is not None else []
+
+
+# Finding categories that place data or address a device or process group (not kernels, GPU
+# libraries, precision or host-side work): what a test of an existing device makes moot off CUDA.
+DEVICE_PLUMBING = frozenset({"device", "distributed"})
+
+
+def _reads_device_region(code: dict, index: int) -> bool:
+    """Whether a CUDA-only region, or one around it, tests a device, tensor or process group that
+    already exists (codefacts `device_tests`; older facts have none)."""
+    tests = set(code.get("device_tests", ()))
+    return bool(tests) and any(i in tests for i, _region in regions_out(code.get("regions", ()), index))
 
 
 def _optional_cuda_branch(code: dict, index: int, kernel: bool = False) -> bool:

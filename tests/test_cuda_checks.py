@@ -468,3 +468,86 @@ def test_a_device_check_in_a_conditional_expression_is_one_as_in_an_if_statement
     assert got[("pkg/cuda_attn.py", 5, "NR1801")].context == "opt-in"  # called only from the CUDA arm
     assert got[("pkg/model.py", 6, "NR1005")].context == "step"  # the check itself: as before
     assert got[("pkg/model.py", 17, "NR1004")].context == "step"  # the device choice stays
+
+
+def test_a_test_of_an_existing_device_chooses_nothing(tmp_path):
+    """`if self._device.type == "cuda":`, `use_ids = dist.get_backend() == "nccl"` and the rest of a
+    function after `if device.type != "cuda": return` read a device or process group that already
+    exists: it was chosen elsewhere, on Trainium it is a Neuron one and the branch is not taken; the
+    CUDA device named inside only re-expresses it. Its device and distributed findings are opt-in
+    (`cuda`). An availability probe (`if torch.cuda.is_available(): device = torch.device("cuda")`),
+    a name set from one, and a test whose other path picks a device itself (`"cuda" if "cuda" in
+    str(device) else "cpu"`: on Trainium that picks the CPU) still choose, and stay must-port."""
+    model = """\
+        import torch
+        import torch.distributed as dist
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+                self._device = pick()
+
+            @property
+            def device(self):
+                device = self._device
+                if device.type == "cuda" and device.index is None:
+                    return torch.device(f"cuda:{torch.cuda.current_device()}")
+                return device
+
+            def forward(self, x):
+                zero_first(0)
+                budget(x.device)
+                with torch.autocast(device_type=autocast_type(self.device)):
+                    return self.proj(x.to(chosen()))
+
+
+        def zero_first(local_rank):
+            initialized = dist.is_available() and dist.is_initialized()
+            use_ids = initialized and dist.get_backend() == "nccl"
+            if initialized and local_rank not in {-1, 0}:
+                dist.barrier(device_ids=[torch.cuda.current_device()]) if use_ids else dist.barrier()
+            return torch.ones(1, device="cuda") if use_ids else torch.ones(1)
+
+
+        def budget(device):
+            if device.type != "cuda":
+                return None
+            torch.cuda.set_device(device.index)
+            return torch.zeros(1, device="cuda")
+
+
+        def pick():
+            device = None
+            if torch.cuda.is_available():
+                device = torch.device("cuda")
+            return device
+
+
+        def chosen():
+            device = "cpu"
+            if torch.cuda.is_available():
+                device = "cuda"
+            if device == "cuda":
+                torch.zeros(1, device="cuda")
+            return device
+
+
+        def autocast_type(device):
+            device_type = "cuda" if "cuda" in str(device) else "cpu"
+            return device_type
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
+    moved = ((15, "NR1004"), (15, "NR1005"),  # the property form
+             (29, "NR1106"), (29, "NR1005"), (30, "NR1003"),  # the backend local, in conditional expressions
+             (36, "NR1006"), (37, "NR1003"))  # the rest of a function after the early return
+    for line, rule in moved:
+        f = got[("model.py", line, rule)]
+        assert f.context == "opt-in" and f.details["feature"] == "cuda", (line, rule, f.context)
+    for line in (15, 30, 37):  # housekeeping keeps its reason; the device names inside get this one
+        assert "already exists" in got[("model.py", line, "NR1004" if line == 15 else "NR1003")].details["context_reason"]
+    for line, rule in ((43, "NR1004"),  # the availability probe's choice
+                       (50, "NR1004"), (52, "NR1003"),  # a name set from a device choice asks what was chosen
+                       (57, "NR1004")):  # the other arm picks the CPU: on Trainium that is a choice
+        assert got[("model.py", line, rule)].context == "step", (line, rule)

@@ -35,6 +35,11 @@ is a plain JSON-able record cached with the file's result:
   warm-up, `f = torch.compile(f)`, a value set before refined, the rest of `__init__` after
   `if not torch.cuda.is_available(): return`): skipped on Trainium with nothing lost (`_refines`);
   `cuda_optional_lines`, a CUDA move the class undoes before use anyway (`_moved_anyway`).
+- `device_tests`: CUDA-only regions (branches, arms, the rest after an early return) whose test reads
+  a device, tensor or process group that already exists (`if self._device.type == "cuda":`,
+  `if x.is_cuda:`, `use_ids = dist.get_backend() == "nccl"`) rather than asking what is available
+  (`torch.cuda.is_available()`), and whose other path names no device of its own (`device_test`):
+  the device was chosen elsewhere; on Trainium the region is simply not taken.
 - `gives_up`: branches of a test on a setting that only raise, assert or exit (`else: raise
   ValueError(...)`): no value of the setting runs there (default_choice.py).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
@@ -223,6 +228,7 @@ class _Facts:
         self.probe_via: dict[str, str] = {}  # function -> the function whose answer it passes on (`cuda_probe`)
         self.gives_up: list[int] = []  # branches of a setting's test that only raise, assert or exit
         self.cuda_optional_lines: list[list[int]] = []  # [first, last] line of a CUDA move undone anyway (`_moved_anyway`)
+        self.device_tests: list[int] = []  # CUDA-only regions whose test reads an existing device (`device_test`)
         self.held: dict[str, dict[str, str]] = {}  # class -> attribute its `__init__` builds -> the class's reference
         self.neuron = False
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
@@ -431,7 +437,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("host_values", sorted(fx.host_values)), ("host_paths", fx.host_paths),
                        ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
                        ("probe_tests", fx.probe_tests), ("probe_via", fx.probe_via),
-                       ("gives_up", fx.gives_up),
+                       ("gives_up", fx.gives_up), ("device_tests", fx.device_tests),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
                        ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas), ("held", fx.held)):
         if value:
@@ -519,6 +525,8 @@ class _Walk:
         self.scopes: list[ast.AST] = []  # the enclosing function, else the module (`_refines` reads it)
         self.callees: set[int] = set()  # the function nodes of the calls met so far (`handed` leaves them out)
         self.type_only: frozenset[str] = frozenset()  # locals of this function that only list a type test's classes
+        self.device_reads: frozenset[str] = frozenset()  # cuda_locals set from a test of an existing device
+        self.chosen: dict[int, frozenset[str]] = {}  # per scope: names set from a device choice (`_chosen_names`)
 
     def run(self, tree: ast.Module) -> None:
         self.scopes.append(tree)
@@ -652,6 +660,7 @@ class _Walk:
         inner, rebound = _statement_names(node)
         self.type_only = _type_only_locals(node, rebound)
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
+        saved_reads, self.device_reads = self.device_reads, _device_reads(node, self.cuda_locals, rebound)
         probe = cuda_probe(node, self.cuda_locals, self.negated_probe)
         if probe is True:
             markers.append("cuda_probe")  # its callers' tests are CUDA checks (context.py `probe_tests`)
@@ -691,6 +700,7 @@ class _Walk:
         self.scopes.pop()
         (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
          self.type_only, fx.config_reads) = saved
+        self.device_reads = saved_reads
 
     def option_test(self, test: ast.AST) -> bool:
         """An `if` whose test reads a setting (`if self.tpu:`, `if args.xla:`), not a capability
@@ -757,6 +767,8 @@ class _Walk:
                 fx.regions.append([st.lineno, end, ["cuda"], "body", self.region,
                                    f"if {_text(st.test)}: return", False, True, [ret[0], ret[1]]])  # ... and is not CUDA-only
                 self.region = len(fx.regions) - 1
+                if self.device_test(st.test, st.body):  # `if device.type != "cuda": return`
+                    fx.device_tests.append(self.region)
                 if probe:
                     fx.cuda_optional.append(self.region)  # `if not torch.cuda.is_available(): return False`
                 elif _computes(st.body):  # `if not x.is_cuda: return f(x)`: the return branch is a host path
@@ -1013,6 +1025,9 @@ class _Walk:
         # reads a local, yet the branch is skipped on Trainium all the same)
         fx.regions.append([node.lineno, body_end, c, "body", parent, text, kernel_branch == "body", cuda_only == "body"])
         self.region = body = len(fx.regions) - 1
+        reads = cuda_only is not None and self.device_test(test, node.orelse if cuda_only == "body" else node.body)
+        if reads and cuda_only == "body":
+            fx.device_tests.append(body)
         if probe is not None and probe[1] == "body":
             fx.probe_tests.append([body, probe[0]])
         if config and _gives_up(node.body):
@@ -1026,6 +1041,8 @@ class _Walk:
             end = max(getattr(s, "end_lineno", s.lineno) for s in node.orelse)
             fx.regions.append([start, end, c, "else", parent, text, kernel_branch == "else", cuda_only == "else"])
             self.region = other = len(fx.regions) - 1
+            if reads and cuda_only == "else":
+                fx.device_tests.append(other)
             if probe is not None and probe[1] == "else":
                 fx.probe_tests.append([other, probe[0]])
             if config and _gives_up(node.orelse):
@@ -1036,6 +1053,17 @@ class _Walk:
                 fx.host_paths.append([body, other] if cuda_only == "body" else [other, body])
         self.region = parent
 
+    def device_test(self, test: ast.AST, other) -> bool:
+        """`device_test` in this scope, for a CUDA-only region whose other path (statements or an
+        expression) is `other`: that path must name no device of its own (`_names_device`)."""
+        scope = self.scopes[-1]
+
+        def chosen() -> frozenset[str]:
+            if id(scope) not in self.chosen:
+                self.chosen[id(scope)] = _chosen_names(scope)
+            return self.chosen[id(scope)]
+        return device_test(test, self.cuda_locals, self.device_reads, chosen) and not _names_device(other)
+
     def option_arms(self, n: ast.IfExp) -> bool:
         """`codebook = Euclidean if not use_cosine_sim else CosineSim`: a class or function chosen by an
         option is an alternative like an `if` branch; each arm's references sit in a region of its own
@@ -1043,7 +1071,8 @@ class _Walk:
         `setting_arm`). A capability test (`fused(x) if HAS_TRITON else x + y`) marks its kernel arm
         as `if_` marks the kernel branch."""
         fx = self.fx
-        c = fx.cond(n.test, self.params)
+        # a name holding a CUDA check (`use_ids = dist.get_backend() == "nccl"`) reads as that check, as in `if_`
+        c = _cuda_cond(n.test, fx.cond(n.test, self.params), self.cuda_locals)
         kernel = capability_test(n.test)  # `fused(x) if HAS_TRITON else x + y`: the kernel arm has a PyTorch path beside it
         if c == ["?"] or not _has_config(c):
             if not kernel:
@@ -1093,6 +1122,8 @@ class _Walk:
             self.region = index[branch] = len(fx.regions) - 1
             if probe is not None and branch == side:
                 fx.probe_tests.append([self.region, probe[0]])
+            elif branch == side and self.device_test(n.test, n.orelse if side == "body" else n.body):
+                fx.device_tests.append(self.region)
             self.expr(arm)
             self.region = parent
         other = n.orelse if side == "body" else n.body
@@ -2270,6 +2301,129 @@ def _places_on_cuda(value: ast.AST) -> bool:
     for n in ast.walk(value):
         if _names_cuda(n) or (type(n) is ast.Call and (_chain(n.func) or [""])[-1] in ("cuda", "device", "to")):
             return True
+    return False
+
+
+# What names a device or backend in another path (`else "cpu"`): a choice made where CUDA is absent.
+_DEVICE_WORDS = frozenset({"cpu", "cuda", "mps", "xpu", "npu", "hpu", "xla", "meta", "gloo", "nccl", "mpi"})
+
+
+def device_test(test: ast.AST, cuda_locals: Collection[str] = (), reads: Collection[str] = (),
+                chosen=lambda: frozenset()) -> bool:
+    """Whether a CUDA check (`cuda_check`) holds only by reading a device, tensor or process group
+    that already exists (`self._device.type == "cuda"`, `x.is_cuda`, `"cuda" in str(x.device)`,
+    `dist.get_backend() == "nccl"`, a local set from one: `reads`), not by asking what is available
+    (`torch.cuda.is_available()`, a local, attribute or parameter set from such a probe, or a name
+    the scope sets from a device choice: `chosen()`, `_chosen_names`). Such a device was chosen
+    elsewhere: on Trainium it is a Neuron device and the branch is simply not taken. A conjunction
+    counts when one CUDA part of it is such a test (the branch needs that part true)."""
+    t = type(test)
+    if t is ast.Name:
+        return test.id in reads
+    if t is ast.UnaryOp and type(test.op) is ast.Not:
+        return device_test(test.operand, cuda_locals, reads, chosen)
+    if t is ast.BoolOp:
+        side = "body" if type(test.op) is ast.And else "else"
+        return any(cuda_check(v, cuda_locals) == side and device_test(v, cuda_locals, reads, chosen) for v in test.values)
+    if t is ast.Attribute:
+        return test.attr == "is_cuda"
+    if t is ast.Call and type(test.func) is ast.Name and test.func.id in ("any", "all") and len(test.args) == 1:
+        arg = test.args[0]
+        return type(arg) in (ast.GeneratorExp, ast.ListComp) and device_test(arg.elt, cuda_locals, reads, chosen)
+    if t is ast.Call and type(test.func) is ast.Attribute and test.func.attr == "startswith":
+        return _reads_device(test.func.value, chosen)
+    if t is ast.Compare and len(test.ops) == 1:
+        left, right = test.left, test.comparators[0]
+        if type(test.ops[0]) in (ast.In, ast.NotIn):
+            return _reads_device(right, chosen)
+        return _reads_device(left if _literal(left) is ... else right, chosen)
+    return False
+
+
+def _reads_device(node: ast.AST, chosen) -> bool:
+    """A value read from an existing device or process group: `x.device.type`, `x.device`,
+    `str(x.device)`, `dist.get_backend()`, or a name the scope does not set from a device choice
+    (`device_type` taken from the device); an option (`args.device`) is a choice, not a read."""
+    t = type(node)
+    if t is ast.Name:
+        return node.id not in chosen()
+    if t is ast.Attribute:
+        parts = _chain(node)
+        if parts is not None and _Facts.config_root(parts):
+            return False
+        return node.attr == "type" or (node.attr == "device" and _chain(node.value) != ["self"])
+    if t is ast.Call:
+        parts = _chain(node.func) or [""]
+        if parts == ["str"] and len(node.args) == 1:
+            return _reads_device(node.args[0], chosen)
+        return parts[-1] == "get_backend"
+    return False
+
+
+def _chooses_device(value: ast.AST) -> bool:
+    """A value that picks CUDA or asks whether it is there: a "cuda" or "nccl" literal,
+    `torch.cuda.is_available()`, `torch.cuda.device_count()`."""
+    for n in ast.walk(value):
+        if _names_cuda(n) or _names_nccl(n):
+            return True
+        if type(n) is ast.Call and (_chain(n.func) or [])[-2:] in (["cuda", "is_available"], ["cuda", "device_count"]):
+            return True
+    return False
+
+
+def _chosen_names(scope: ast.AST) -> frozenset[str]:
+    """Names a function or module sets from a device choice (`device = "cuda" if
+    torch.cuda.is_available() else "cpu"`, a parameter defaulting to "cuda"): comparing one with
+    "cuda" asks what was chosen there, as the probe itself would. Nested functions and classes are
+    not entered."""
+    out: set[str] = set()
+    if type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef):
+        out.update(a.arg for a, d, _at in defaulted_params(scope.args) if _chooses_device(d))
+    stack = [scope.body]
+    while stack:
+        for st in stack.pop():
+            t = type(st)
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                continue
+            if t in (ast.Assign, ast.AnnAssign) and st.value is not None and _chooses_device(st.value):
+                targets = st.targets if t is ast.Assign else [st.target]
+                out.update(n.id for tg in targets for n in ast.walk(tg) if type(n) is ast.Name)
+            stack.extend(_blocks(st))
+    return frozenset(out)
+
+
+def _device_reads(node: ast.FunctionDef, cuda_locals: Collection[str], assigned: dict[str, int]) -> frozenset[str]:
+    """The function's CUDA locals (`_cuda_locals`) assigned once, at its top level, from a test of
+    an existing device (`use_ids = initialized and dist.get_backend() == "nccl"`): testing one is
+    that test (`device_test`)."""
+    out: set[str] = set()
+    chosen = None
+    for st in node.body:
+        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
+            name = st.targets[0].id
+            if name in cuda_locals and assigned.get(name) == 1:
+                if chosen is None:
+                    chosen = _chosen_names(node)
+                if device_test(st.value, cuda_locals, out, lambda: chosen):
+                    out.add(name)
+    return frozenset(out)
+
+
+def _names_device(other) -> bool:
+    """Whether another path (statements or an expression) names a device or backend itself (`else
+    "cpu"`, `torch.device(...)`): there a device is chosen where CUDA is absent. A comparison with
+    one (`elif device_type == "xpu":`) tests the device again; it chooses nothing."""
+    stack = list(other) if type(other) is list else [other]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ast.Compare:
+            continue
+        if t is ast.Constant and type(n.value) is str and n.value.split(":")[0] in _DEVICE_WORDS:
+            return True
+        if t is ast.Call and (_chain(n.func) or [""])[-1] == "device":
+            return True
+        stack.extend(ast.iter_child_nodes(n))
     return False
 
 
