@@ -158,6 +158,7 @@ class Context:
     starts: list[str] = field(default_factory=list)
     core: set[str] = field(default_factory=set)  # library mode: files other modules import unconditionally
     demos: dict[str, str] = field(default_factory=dict)  # library mode: module -> why its `__main__` block is a demo
+    unreferenced: dict[str, str] = field(default_factory=dict)  # library mode: private function nothing names -> why
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
     cuda_only: set[str] = field(default_factory=set)  # reached in the step only through CUDA-only branches
@@ -1592,6 +1593,61 @@ def library_roots(graph: Graph, rels: list[str]) -> list[str]:
     return roots
 
 
+_CONFIG_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def unreferenced_helpers(graph: Graph, infos) -> dict[str, str]:
+    """A library's private top-level functions (`_chunk_scan_fwd_wip`, `_dense_to_sparse`) whose name
+    nothing in the project names: node -> why it is off-path. A user does not call a library's
+    private functions, and the library itself never names this one: no reference in any Python file
+    or notebook (a call, an attribute or a string: `getattr(mod, "_f")`, `__all__`), no import into
+    an `__init__.py` (a re-export), no word of a config file (`_target_: pkg.mod._f`), no decorator
+    (`@implements(aten.add.Tensor)` registers it), no dunder (`__getattr__`). References from its
+    own body, or from other such functions, do not count. Public functions stay the library's
+    surface: a user may call one nothing in the library calls (`mamba3_siso_step`, in the README)."""
+    scopes: dict[str, set[tuple[str, str]]] = {}  # name -> (file, top-level scope) that names it
+
+    def named(name: str, rel: str, scope: str) -> None:
+        scopes.setdefault(name, set()).add((rel, scope.split(".", 1)[0]))
+
+    for rel, code in graph.code.items():
+        for scope, refs in code.get("refs", {}).items():
+            for ref, _region in refs:
+                named(ref[2:].rsplit(".", 1)[-1], rel, scope)
+        for table in code.get("registries", {}).values():
+            for refs in table.values():
+                for ref in refs:
+                    named(ref[2:].rsplit(".", 1)[-1], rel, "")
+        for alias in code.get("aliases", {}).values():
+            named(alias[2:].rsplit(".", 1)[-1], rel, "")
+        if rel.rsplit("/", 1)[-1] == "__init__.py":  # `from .ops import _f` in a package: a re-export
+            for local, target in code.get("bindings", {}).items():
+                named(local, rel, "")
+                named(target.rsplit(".", 1)[-1], rel, "")
+    config: set[str] = set()
+    for info in infos:
+        if info.kind == "config":
+            for key, value, _line in info.facts.get("values", ()):
+                config.update(_CONFIG_WORD.findall(f"{key} {value}" if type(value) is str else str(key)))
+    candidates: dict[str, str] = {}
+    for rel, code in sorted(graph.code.items()):
+        decorated = {name for _start, _line, name in code.get("decorated", ())}
+        for name, d in code.get("defs", {}).items():
+            if (d[2] == "f" and "." not in name and name.startswith("_") and not name.startswith("__")
+                    and len(name) > 2 and name not in decorated and "registered" not in d[3]
+                    and name not in config and name.strip("_") != "main"):
+                candidates[f"{rel}::{name}"] = name
+    dead = set(candidates)
+    while True:  # a helper only dead helpers name is dead too
+        keep = {node for node in dead
+                if any(f"{rel}::{scope}" not in dead for rel, scope in scopes.get(candidates[node], ()))}
+        if not keep:
+            break
+        dead -= keep
+    return {node: f"defined but never referenced in the repository: `{candidates[node]}` (a private function "
+                  "of the library that no code, `__all__`, re-export or config names)" for node in sorted(dead)}
+
+
 def _lazy_modules(graph: Graph, rels: list[str]) -> set[str]:
     """Module nodes the library imports only inside functions (`from .triton_flash_attn import
     flash_attn_forward` in the CUDA path's `forward`), never from module code: the library itself
@@ -1974,6 +2030,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         ctx.library = True
         ctx.core = core_modules(graph, on)
         ctx.demos = dict(getattr(reach, "demos", None) or {})
+        ctx.unreferenced = unreferenced_helpers(graph, infos)
     if ctx.labels:
         solid = propagate(graph, ctx.starts, skip_fallback="any")[0]
         ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
@@ -2461,7 +2518,10 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
             node = f"{f.path}::{MAIN}" if in_main else node_of(code, f.path, scope)
             if node is not None and f.category in HOST_CATEGORIES and _once_applies(f, node, graph):
                 once = setup_reason(node, f.line, graph, ctx)
-            if node is not None:
+            dead = ctx.unreferenced.get(f"{f.path}::{scope.split('.', 1)[0]}") if scope and ctx.unreferenced else None
+            if dead:
+                context, reason = "off-path", dead  # a private function nothing in the repository names
+            elif node is not None:
                 label = ctx.labels.get(node, UNREACHED)
                 if label == UNREACHED and ctx.library:
                     # a library's code nothing calls is its surface: its class's label, else the module's answer
