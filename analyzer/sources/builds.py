@@ -52,6 +52,31 @@ def _class_kind(qualified: str) -> str | None:
     return "cuda" if kind == "cuda" else "cpu" if kind in ("cpp", "extension") else None
 
 
+def _constant_flags(tree: ast.AST) -> dict[str, bool]:
+    """Names the file binds once, to True or False (`cuda = True`): a build test on one is decided."""
+    stores: dict[str, int] = {}
+    values: dict[str, bool] = {}
+    for n in ast.walk(tree):
+        if type(n) is ast.Name and type(n.ctx) is ast.Store:
+            stores[n.id] = stores.get(n.id, 0) + 1
+        if (type(n) is ast.Assign and len(n.targets) == 1 and type(n.targets[0]) is ast.Name
+                and type(n.value) is ast.Constant and type(n.value.value) is bool):
+            values[n.targets[0].id] = n.value.value
+    return {name: v for name, v in values.items() if stores.get(name) == 1}
+
+
+def _decided(test: ast.AST, constants: dict[str, bool]) -> bool | None:
+    """The value of a build test the file fixes (`True`, `cuda` bound once to True, `not cuda`), else None."""
+    if type(test) is ast.Constant and type(test.value) is bool:
+        return test.value
+    if type(test) is ast.Name:
+        return constants.get(test.id)
+    if type(test) is ast.UnaryOp and type(test.op) is ast.Not:
+        inner = _decided(test.operand, constants)
+        return None if inner is None else not inner
+    return None
+
+
 def build_facts(text: str) -> dict:
     """{"builds": [...]} for a Python file that declares extension builds, else {}."""
     if not any(t in text for t in _TRIGGERS):
@@ -185,11 +210,15 @@ class _Reader:
         sites: dict[int, str] = {}
         chosen: dict[str, str] = {}  # name -> the CPU class beside the CUDA one it may hold
 
+        constants = _constant_flags(self.tree)
+
         def arm_choice(n: ast.IfExp) -> str | None:
             kinds = (self.build_class(n.body), self.build_class(n.orelse))
             if set(kinds) != {"cuda", "cpu"}:
                 return None
             cuda, cpu = (n.body, n.orelse) if kinds[0] == "cuda" else (n.orelse, n.body)
+            if _decided(n.test, constants) is (cuda is n.body):
+                return None  # `CUDAExtension if cuda else CppExtension` with `cuda = True`: the build, no choice
             sites[cuda.lineno] = self.class_name(cpu)
             return sites[cuda.lineno]
 
@@ -218,7 +247,9 @@ class _Reader:
         def walk(body: list, path: tuple) -> None:
             for st in body:
                 t = type(st)
-                if t is ast.If:
+                if t is ast.If and (taken := _decided(st.test, constants)) is not None:
+                    walk(st.body if taken else st.orelse, path)  # a test the file decides: no choice
+                elif t is ast.If:
                     walk(st.body, (*path, (id(st), "body")))
                     walk(st.orelse, (*path, (id(st), "else")))
                 elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While,
