@@ -47,8 +47,8 @@ _CUDA_SOURCE = re.compile(r"\.(cu|cuh)$")
 
 
 def _class_kind(qualified: str) -> str | None:
-    """"cuda" or "cpu" for a qualified build class name, else None."""
-    kind = BUILD_CALLS.get(qualified)
+    """"cuda" or "cpu" for a qualified (or bare, `_BARE`) build class name, else None."""
+    kind = BUILD_CALLS.get(qualified) or _BARE.get(qualified)
     return "cuda" if kind == "cuda" else "cpu" if kind in ("cpp", "extension") else None
 
 
@@ -180,13 +180,8 @@ class _Reader:
         ref = call.func if call is not None else node
         if type(ref) not in (ast.Name, ast.Attribute):
             return None
-        q = self.qualify(ref) or ""
-        kind = BUILD_CALLS.get(q) or _BARE.get(q)
-        if kind == "cuda":
-            return "cuda"
-        if kind not in ("cpp", "extension"):
-            return None
-        if call is not None:
+        kind = _class_kind(self.qualify(ref) or "")
+        if kind == "cpu" and call is not None:
             src = _arg(call, 1, "sources")
             if src is not None and any(_CUDA_SOURCE.search(p) for p in self.patterns(src, 0)[0]):
                 return "cuda"
@@ -194,7 +189,7 @@ class _Reader:
                 if (kw.arg == "extra_compile_args" and "'nvcc'" in ast.dump(kw.value)) or (
                         kw.arg == "with_cuda" and type(kw.value) is ast.Constant and kw.value.value is True):
                     return "cuda"
-        return "cpu"
+        return kind
 
     def cuda_choices(self) -> list[list]:
         """[line, CPU class] of each CUDA build chosen beside a CPU build of the same ops: the CUDA arm

@@ -660,7 +660,8 @@ class _Walk:
         inner, rebound = _statement_names(node)
         self.type_only = _type_only_locals(node, rebound)
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
-        saved_reads, self.device_reads = self.device_reads, _device_reads(node, self.cuda_locals, rebound)
+        saved_reads, self.device_reads = self.device_reads, _device_reads(node, self.cuda_locals, rebound,
+                                                                          lambda: self.chosen_names(node))
         probe = cuda_probe(node, self.cuda_locals, self.negated_probe)
         if probe is True:
             markers.append("cuda_probe")  # its callers' tests are CUDA checks (context.py `probe_tests`)
@@ -1057,12 +1058,14 @@ class _Walk:
         """`device_test` in this scope, for a CUDA-only region whose other path (statements or an
         expression) is `other`: that path must name no device of its own (`_names_device`)."""
         scope = self.scopes[-1]
+        return (device_test(test, self.cuda_locals, self.device_reads, lambda: self.chosen_names(scope))
+                and not _names_device(other))
 
-        def chosen() -> frozenset[str]:
-            if id(scope) not in self.chosen:
-                self.chosen[id(scope)] = _chosen_names(scope)
-            return self.chosen[id(scope)]
-        return device_test(test, self.cuda_locals, self.device_reads, chosen) and not _names_device(other)
+    def chosen_names(self, scope: ast.AST) -> frozenset[str]:
+        """`_chosen_names` of a scope, computed once (`device_test` and `_device_reads` both ask)."""
+        if id(scope) not in self.chosen:
+            self.chosen[id(scope)] = _chosen_names(scope)
+        return self.chosen[id(scope)]
 
     def option_arms(self, n: ast.IfExp) -> bool:
         """`codebook = Euclidean if not use_cosine_sim else CosineSim`: a class or function chosen by an
@@ -2392,20 +2395,17 @@ def _chosen_names(scope: ast.AST) -> frozenset[str]:
     return frozenset(out)
 
 
-def _device_reads(node: ast.FunctionDef, cuda_locals: Collection[str], assigned: dict[str, int]) -> frozenset[str]:
+def _device_reads(node: ast.FunctionDef, cuda_locals: Collection[str], assigned: dict[str, int],
+                  chosen) -> frozenset[str]:
     """The function's CUDA locals (`_cuda_locals`) assigned once, at its top level, from a test of
     an existing device (`use_ids = initialized and dist.get_backend() == "nccl"`): testing one is
-    that test (`device_test`)."""
+    that test (`device_test`). `chosen()` gives the function's `_chosen_names`."""
     out: set[str] = set()
-    chosen = None
     for st in node.body:
         if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
             name = st.targets[0].id
-            if name in cuda_locals and assigned.get(name) == 1:
-                if chosen is None:
-                    chosen = _chosen_names(node)
-                if device_test(st.value, cuda_locals, out, lambda: chosen):
-                    out.add(name)
+            if name in cuda_locals and assigned.get(name) == 1 and device_test(st.value, cuda_locals, out, chosen):
+                out.add(name)
     return frozenset(out)
 
 
