@@ -1661,9 +1661,39 @@ def _lazy_modules(graph: Graph, rels: list[str]) -> set[str]:
     return lazy - eager
 
 
-def api_methods(graph: Graph, roots: list[str]) -> list[str]:
-    """The public methods of a library's root classes: what a user calls (`predictor.propagate()`).
-    A method of an alternative is that alternative's feature."""
+def gated_only_names(graph: Graph, rels: list[str]) -> set[str]:
+    """Method names the library itself calls, every time behind a switch its default leaves off or
+    an evaluation test (`if self.affine_param: self.update_affine(x)`, affine_param defaulting to
+    False): the class decides when they run, so they are its internals, not its surface. A name
+    with any call outside such a branch, anywhere in the library, keeps its methods public (calls
+    by name cannot say which class they mean)."""
+    gated: set[str] = set()
+    open_: set[str] = set()
+    for rel in rels:
+        if developer_tool(rel):
+            continue
+        code = graph.code.get(rel, {})
+        cache: dict[int, bool] = {}
+        for scope, refs in code.get("refs", {}).items():
+            if scope == MAIN:
+                continue
+            for ref, region in refs:
+                if not ref.startswith(("a:", "s:")):
+                    continue
+                name = ref[2:]
+                if region < 0:
+                    open_.add(name)
+                    continue
+                if region not in cache:
+                    cache[region] = region_gate(code, region, rel, graph.defaults) is not None
+                (gated if cache[region] else open_).add(name)
+    return gated - open_
+
+
+def api_methods(graph: Graph, roots: list[str], internal: set[str] = frozenset()) -> list[str]:
+    """The public methods of a library's root classes: what a user calls (`predictor.propagate()`),
+    except those the library calls only behind a switch (`internal`, `gated_only_names`): they run
+    as their calls say. A method of an alternative is that alternative's feature."""
     out = []
     for node in roots:
         d = graph.def_of(node)
@@ -1671,7 +1701,8 @@ def api_methods(graph: Graph, roots: list[str]) -> list[str]:
             continue
         rel, scope = split_node(node)
         for meth in graph.class_methods.get((rel, scope), ()):
-            if not meth.rsplit(".", 1)[-1].startswith("_"):
+            short = meth.rsplit(".", 1)[-1]
+            if not short.startswith("_") and short not in internal:
                 m = f"{rel}::{meth}"
                 out.append(m)
                 if node in graph.alternatives:
@@ -2025,7 +2056,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         graph.alternatives = alternatives(graph, on, roots)
         for node, gate in library_utilities(graph, roots).items():
             graph.alternatives.setdefault(node, gate)
-        ctx.starts = roots + api_methods(graph, roots)
+        ctx.starts = roots + api_methods(graph, roots, gated_only_names(graph, on))
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, ctx.starts)
         ctx.library = True
         ctx.core = core_modules(graph, on)
