@@ -1661,12 +1661,16 @@ def _lazy_modules(graph: Graph, rels: list[str]) -> set[str]:
     return lazy - eager
 
 
+_CALLED_BY_TORCH = frozenset({"forward", "backward"})  # `module(x)`, `Function.apply(...)`
+
+
 def gated_only_names(graph: Graph, rels: list[str]) -> set[str]:
     """Method names the library itself calls, every time behind a switch its default leaves off or
     an evaluation test (`if self.affine_param: self.update_affine(x)`, affine_param defaulting to
     False): the class decides when they run, so they are its internals, not its surface. A name
     with any call outside such a branch, anywhere in the library, keeps its methods public (calls
-    by name cannot say which class they mean)."""
+    by name cannot say which class they mean). `forward` and `backward` are left out: calling the
+    module or `Function.apply` runs them, and that call names neither."""
     gated: set[str] = set()
     open_: set[str] = set()
     for rel in rels:
@@ -1687,7 +1691,7 @@ def gated_only_names(graph: Graph, rels: list[str]) -> set[str]:
                 if region not in cache:
                     cache[region] = region_gate(code, region, rel, graph.defaults) is not None
                 (gated if cache[region] else open_).add(name)
-    return gated - open_
+    return gated - open_ - _CALLED_BY_TORCH
 
 
 def api_methods(graph: Graph, roots: list[str], internal: set[str] = frozenset()) -> list[str]:

@@ -74,3 +74,40 @@ def test_a_method_nothing_calls_stays_the_surface(tmp_path):
     assert "self.update_affine" not in model
     root = tree(tmp_path, {"vq/__init__.py": "from .model import Codebook\n", "vq/model.py": model})
     assert contexts(scan(root))["Codebook.update_affine"][0] == "step"  # a user may call it
+
+
+def test_forward_stays_the_surface_whatever_calls_it_by_name(tmp_path, monkeypatch):
+    # the only calls naming `forward` are behind a switch, yet calling a module runs it: each
+    # alternative's forward keeps its own answer, not the switch's gate
+    root = tree(tmp_path, {
+        "zoo/__init__.py": "from .blocks import Base, Wide, Deep, Tall\n",
+        "zoo/blocks.py": """\
+            import torch
+            from torch import nn
+
+            class Base(nn.Module):
+                pass
+
+            class Wide(Base):
+                def forward(self, x, trace=False):
+                    if trace:
+                        x = self.inner.forward(x)
+                    return x.cuda()
+
+            class Deep(Base):
+                def forward(self, x):
+                    return x.cuda() * 2
+
+            class Tall(Base):
+                def forward(self, x):
+                    return x.cuda() * 3
+            """,
+    })
+    from neuron_ready import context
+
+    seen = []
+    real = context.gated_only_names
+    monkeypatch.setattr(context, "gated_only_names", lambda graph, rels: seen.append(real(graph, rels)) or seen[-1])
+    got = contexts(scan(root))
+    assert seen and "inner" in seen[0] and "forward" not in seen[0]  # named only behind `if trace:`
+    assert got["Deep.forward"] == ("opt-in", "only when the user picks `Deep` (one of 3 subclasses of `Base`)")
