@@ -1661,16 +1661,12 @@ def _lazy_modules(graph: Graph, rels: list[str]) -> set[str]:
     return lazy - eager
 
 
-_CALLED_BY_TORCH = frozenset({"forward", "backward"})  # `module(x)`, `Function.apply(...)`
-
-
 def gated_only_names(graph: Graph, rels: list[str]) -> set[str]:
     """Method names the library itself calls, every time behind a switch its default leaves off or
     an evaluation test (`if self.affine_param: self.update_affine(x)`, affine_param defaulting to
     False): the class decides when they run, so they are its internals, not its surface. A name
     with any call outside such a branch, anywhere in the library, keeps its methods public (calls
-    by name cannot say which class they mean). `forward` and `backward` are left out: calling the
-    module or `Function.apply` runs them, and that call names neither."""
+    by name cannot say which class they mean). api_methods keeps the methods a framework calls."""
     gated: set[str] = set()
     open_: set[str] = set()
     for rel in rels:
@@ -1691,7 +1687,19 @@ def gated_only_names(graph: Graph, rels: list[str]) -> set[str]:
                 if region not in cache:
                     cache[region] = region_gate(code, region, rel, graph.defaults) is not None
                 (gated if cache[region] else open_).add(name)
-    return gated - open_ - _CALLED_BY_TORCH
+    return gated - open_
+
+
+_OPTIMIZER_PROTOCOL = frozenset({"step", "zero_grad"})
+
+
+def _called_by_framework(graph: Graph, cls_node: str, meth: str) -> bool:
+    """A method the framework or the user's training loop calls without the library naming it: a hook
+    (`forward`, `backward`, `training_step`: codefacts' HOOK_NAME) or an optimizer's `step`."""
+    rel, _ = split_node(cls_node)
+    short = meth.rsplit(".", 1)[-1]
+    d = graph.code.get(rel, {}).get("defs", {}).get(meth)
+    return bool(d and "hook" in d[3]) or (short in _OPTIMIZER_PROTOCOL and graph.optimizer_class(cls_node))
 
 
 def api_methods(graph: Graph, roots: list[str], internal: set[str] = frozenset()) -> list[str]:
@@ -1706,7 +1714,7 @@ def api_methods(graph: Graph, roots: list[str], internal: set[str] = frozenset()
         rel, scope = split_node(node)
         for meth in graph.class_methods.get((rel, scope), ()):
             short = meth.rsplit(".", 1)[-1]
-            if not short.startswith("_") and short not in internal:
+            if not short.startswith("_") and (short not in internal or _called_by_framework(graph, node, meth)):
                 m = f"{rel}::{meth}"
                 out.append(m)
                 if node in graph.alternatives:

@@ -76,38 +76,39 @@ def test_a_method_nothing_calls_stays_the_surface(tmp_path):
     assert contexts(scan(root))["Codebook.update_affine"][0] == "step"  # a user may call it
 
 
-def test_forward_stays_the_surface_whatever_calls_it_by_name(tmp_path, monkeypatch):
-    # the only calls naming `forward` are behind a switch, yet calling a module runs it: each
-    # alternative's forward keeps its own answer, not the switch's gate
+def test_what_the_training_loop_calls_stays_the_surface(tmp_path):
+    # the library names `step` and `forward` only behind a switch, but the user's loop calls the
+    # optimizer's step and calling a module runs its forward: both keep their own answers
     root = tree(tmp_path, {
-        "zoo/__init__.py": "from .blocks import Base, Wide, Deep, Tall\n",
-        "zoo/blocks.py": """\
+        "opt/__init__.py": "from .adam import FastAdam\nfrom .wrap import Lookahead, Block\n",
+        "opt/adam.py": """\
+            import torch
+
+            class FastAdam(torch.optim.Optimizer):
+                def step(self, closure=None):
+                    torch.cuda.synchronize()
+                    return None
+            """,
+        "opt/wrap.py": """\
             import torch
             from torch import nn
 
-            class Base(nn.Module):
-                pass
+            class Lookahead:
+                def __init__(self, base, sync=False):
+                    self.base = base
+                    self.sync = sync
 
-            class Wide(Base):
-                def forward(self, x, trace=False):
-                    if trace:
-                        x = self.inner.forward(x)
+                def advance(self, x, sync=False):
+                    if sync:
+                        self.base.step()
+                        x = self.block.forward(x)
+                    return x
+
+            class Block(nn.Module):
+                def forward(self, x):
                     return x.cuda()
-
-            class Deep(Base):
-                def forward(self, x):
-                    return x.cuda() * 2
-
-            class Tall(Base):
-                def forward(self, x):
-                    return x.cuda() * 3
             """,
     })
-    from neuron_ready import context
-
-    seen = []
-    real = context.gated_only_names
-    monkeypatch.setattr(context, "gated_only_names", lambda graph, rels: seen.append(real(graph, rels)) or seen[-1])
     got = contexts(scan(root))
-    assert seen and "inner" in seen[0] and "forward" not in seen[0]  # named only behind `if trace:`
-    assert got["Deep.forward"] == ("opt-in", "only when the user picks `Deep` (one of 3 subclasses of `Base`)")
+    assert got["FastAdam.step"][0] == "step"
+    assert got["Block.forward"][0] == "step"
