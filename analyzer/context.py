@@ -159,6 +159,7 @@ class Context:
     core: set[str] = field(default_factory=set)  # library mode: files other modules import unconditionally
     demos: dict[str, str] = field(default_factory=dict)  # library mode: module -> why its `__main__` block is a demo
     unreferenced: dict[str, str] = field(default_factory=dict)  # library mode: private function nothing names -> why
+    subprojects: dict[str, str] = field(default_factory=dict)  # folder of a separate distribution -> its build file
     fallback_only: set[str] = field(default_factory=set)  # reached only through GPU branches with a PyTorch path
     auto_fallback: set[str] = field(default_factory=set)  # ... of which a capability check alone decides
     cuda_only: set[str] = field(default_factory=set)  # reached in the step only through CUDA-only branches
@@ -1941,6 +1942,56 @@ def plugin_of(path: str) -> str | None:
     return None
 
 
+BUILD_FILES = ("pyproject.toml", "setup.py")
+
+
+def in_package(rel: str, rels) -> bool:
+    """Whether a file sits in a Python package folder (an `__init__.py` beside it): a `setup.py`
+    there is a module the package imports (`trainer/setup.py`), not a build script."""
+    folder = rel.rpartition("/")[0]
+    return bool(folder) and f"{folder}/__init__.py" in rels
+
+
+def nested_distributions(rels) -> dict[str, str]:
+    """Folders below the root with a build file of their own (`liger_cute_kernels/pyproject.toml`)
+    that are no Python package themselves (no `__init__.py`: `trainer/setup.py` in a package is a
+    module): each is a separate distribution, built and installed on its own; the root's install
+    leaves it out. Folder -> its build file; the innermost wins for a file."""
+    rels = set(rels)
+    out = {}
+    for rel in sorted(rels):
+        folder, _, name = rel.rpartition("/")
+        if folder and name in BUILD_FILES and not in_package(rel, rels):
+            out.setdefault(folder, rel)
+    return out
+
+
+def subproject_of(path: str, subprojects: dict[str, str]) -> str | None:
+    """The innermost separate distribution (nested_distributions) a file belongs to."""
+    folder = path
+    while "/" in folder:
+        folder = folder.rpartition("/")[0]
+        if folder in subprojects:
+            return folder
+    return None
+
+
+def _imported_by_root(graph: "Graph", folder: str, rels) -> bool:
+    """Whether code outside a separate distribution imports one of its modules in module code, so
+    the root package cannot even import without it: then it is a dependency, not an option."""
+    prefix = folder + "/"
+    own = {name for name, files in graph.modules.items() if any(f.startswith(prefix) for f in files)}
+    if not own:
+        return False
+    for rel in rels:
+        if rel.startswith(prefix):
+            continue
+        for mod, region in graph.code.get(rel, {}).get("imports", {}).get("", ()):
+            if region < 0 and mod in own:
+                return True
+    return False
+
+
 HOST_DIR = re.compile(r"(?i)^(data|datasets?|dataloaders?|loaders?|transforms?|augmentations?|augment|preprocessing|preprocess)$")
 HOST_FILE = re.compile(r"(?i)^(data|dataset|datasets|dataloader|transforms?|augment\w*|collat\w*|preprocess\w*|tokeni[sz]\w*)\.py$")
 
@@ -2086,6 +2137,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         ctx.cuda_only = {n for n, lab in ctx.labels.items() if lab == STEP and off_cuda.get(n, UNREACHED) > STEP}
         ctx.setup_only = setup_only(graph, ctx)
         ctx.compiled = any(lab == STEP and _calls_compile(graph, node) for node, lab in ctx.labels.items())
+    ctx.subprojects = {d: b for d, b in nested_distributions(info_by).items() if not _imported_by_root(graph, d, info_by)}
     ext_labels = extension_labels(graph, reach, ctx) if ctx.labels else {}
     for f in findings:
         if f.on_path is False:
@@ -2094,7 +2146,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             f.context = "evaluation" if evaluation else "off-path"
             continue
         ext = reach.extension_of.get(f.path) or reach.build_site(f.path, f.line, f.category == "custom-cuda")
-        if ext in ext_labels and plugin_of(f.path) is None:  # a plugin's own extension is the plugin's
+        if ext in ext_labels and plugin_of(f.path) is None and subproject_of(f.path, ctx.subprojects) is None:
+            # a plugin's or a separate distribution's own extension is theirs
             label_native(f, ext, ext_labels[ext], ctx)
             continue
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
@@ -2369,7 +2422,7 @@ def build_scripts(findings: list[Finding], info_by: dict) -> None:
             continue
         facts = info_by[f.path].facts if f.path in info_by else {}
         builds = [b for b in facts.get("builds", ()) if b.get("kind") in _BUILD_KINDS]
-        if f.path.rsplit("/", 1)[-1] == "setup.py" or builds:
+        if (f.path.rsplit("/", 1)[-1] == "setup.py" and not in_package(f.path, info_by)) or builds:
             f.context, f.gate = "off-path", None
             f.details.pop("feature", None)
             f.details["context_reason"] = "build script: runs on the build host when the package is built, not in training"
@@ -2549,6 +2602,11 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         name = plugin_of(f.path)
         context, gate = "opt-in", Gate(f"plugin:{name}", f"only when the plugin `{name}` is enabled (plugins are "
                                        "loaded by name from the configuration)")
+    elif subproject_of(f.path, ctx.subprojects) is not None:
+        folder = subproject_of(f.path, ctx.subprojects)
+        context, gate = "opt-in", Gate(f"subproject:{folder.rpartition('/')[2]}",
+                                       f"only when the separate package in `{folder}/` is installed (it builds on its "
+                                       f"own from {ctx.subprojects[folder]}; the root's install leaves it out)")
     else:
         label = STEP
         scope = running_scope(f, code)
