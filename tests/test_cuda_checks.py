@@ -689,3 +689,17 @@ def test_the_cuda_arm_of_a_match_is_a_region(src, only, reads):
     arms = [i for i, r in enumerate(facts.get("regions", ())) if r[5].startswith("match") and r[3] == "body"]
     assert (facts["regions"][arms[0]][7] if arms else None) is only
     assert bool(set(arms) & set(facts.get("device_tests", ()))) is reads
+
+
+def test_a_match_on_a_setting_is_a_condition_on_it():
+    """`match backend: case "cuda" | "hip":` on a parameter is the condition `backend in ("cuda",
+    "hip")` of its CUDA arm, and its negation for the other arms (a setting's gate, as for `if`)."""
+    import ast
+
+    from neuron_ready.sources.codefacts import code_facts
+
+    src = ('def f(x, backend="hip"):\n    match backend:\n        case "cuda" | "hip":\n            y = x.cuda()\n'
+           '        case _:\n            y = x\n    return y\n')
+    regions = code_facts(ast.parse(src), "pkg.m", False, src)["regions"]
+    assert [(r[0], r[1], r[2][0], r[2][2], r[3], r[7]) for r in regions] == [
+        (3, 4, "in", ["cuda", "hip"], "body", True), (5, 6, "in", ["cuda", "hip"], "else", False)]

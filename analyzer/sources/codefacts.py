@@ -1070,12 +1070,16 @@ class _Walk:
             for case in st.cases:
                 self.body(case.body)
             return
-        # the equivalent test, for the condition, `device_test` and the region's text
-        test = ast.copy_location(ast.Compare(left=st.subject, ops=[ast.Eq()], comparators=[ast.Constant("cuda")]), st)
+        # the equivalent test (`device_type == "cuda"`, `device_type in ("cuda", "hip")` for the first CUDA
+        # arm), for the condition, `device_test` and the region's text
+        pattern = st.cases[cuda[0]].pattern
+        values = [p.value for p in pattern.patterns] if type(pattern).__name__ == "MatchOr" else [pattern.value]
+        op, right = (ast.Eq(), values[0]) if len(values) == 1 else (ast.In(), ast.Tuple(elts=values, ctx=ast.Load()))
+        test = ast.copy_location(ast.Compare(left=st.subject, ops=[op], comparators=[right]), st)
         c = _cuda_cond(test, fx.cond(test, self.params), self.cuda_locals)
         if c == ["?"] or not _has_config(c):
             c = ["cuda"]
-        text = f"match {_text(st.subject)}: case \"cuda\""
+        text = f"match {_text(st.subject)}: case {' | '.join(_text(v) for v in values)}"
         wildcard = any(type(case.pattern).__name__ == "MatchAs" and case.pattern.pattern is None and case.guard is None
                        for case in st.cases)
         for i, case in enumerate(st.cases):
