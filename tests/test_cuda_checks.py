@@ -551,3 +551,155 @@ def test_a_test_of_an_existing_device_chooses_nothing(tmp_path):
                        (50, "NR1004"), (52, "NR1003"),  # a name set from a device choice asks what was chosen
                        (57, "NR1004")):  # the other arm picks the CPU: on Trainium that is a choice
         assert got[("model.py", line, rule)].context == "step", (line, rule)
+
+
+def test_a_match_arm_and_a_module_constant_test_an_existing_device(tmp_path):
+    """The forms of a test of a device chosen elsewhere beside `if x.device.type == "cuda":`: the
+    `case "cuda":` (or `case "cuda" | "hip":`) arm of a `match` on a device type, the branch of the
+    `if device_type == "cuda":` it stands for (its other arms are that test's else); a membership
+    (`DEVICE_TYPE in ("cuda", "hip")`, `in {"cuda"}`) like `==`, the rest of a function after `if
+    DEVICE_TYPE not in ("cuda", "hip"): return`; and a module constant bound once from a call
+    (`DEVICE_TYPE = get_device_type()`), here or imported: its device was chosen where it is
+    computed. A module constant set from a probe or a "cuda" literal is the choice itself and stays
+    must-port, and a GPU library inside a `case "cuda":` arm keeps its rules (`import triton`)."""
+    devices = """\
+        import torch
+
+
+        def get_device_type():
+            if torch.cuda.is_available():
+                return "cuda"
+            return "cpu"
+
+
+        DEVICE_TYPE: str = get_device_type()
+        PROBED = "cuda" if torch.cuda.is_available() else "cpu"
+        FIXED = "cuda"
+
+
+        def device_count():
+            if DEVICE_TYPE in ("cuda", "hip"):
+                return torch.zeros(1, device="cuda")
+            elif DEVICE_TYPE == "xpu":
+                return torch.xpu.device_count()
+            else:
+                return 1
+
+
+        def probed():
+            if PROBED == "cuda":
+                return torch.zeros(1, device="cuda")
+
+
+        def fixed():
+            if FIXED in ("cuda", "hip"):
+                return torch.zeros(1, device="cuda")
+        """
+    model = """\
+        import torch
+        from devices import DEVICE_TYPE, device_count, probed, fixed
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                units()
+                device_count()
+                pin()
+                rest()
+                probed()
+                fixed()
+                kernels(x)
+                return self.proj(x)
+
+
+        def units():
+            device_type = getattr(torch.accelerator.current_accelerator(), "type", "cpu")
+            match device_type:
+                case "cuda":
+                    torch.zeros(1, device="cuda")
+                    return torch.cuda.get_device_properties(0).multi_processor_count
+                case "xpu":
+                    return torch.xpu.get_device_properties(0).max_compute_units
+                case _:
+                    return torch.get_num_threads()
+
+
+        def pin():
+            if DEVICE_TYPE in {"cuda"}:
+                return torch.zeros(1, device="cuda")
+
+
+        def rest():
+            if DEVICE_TYPE not in ("cuda", "hip"):
+                return None
+            torch.cuda.set_device(0)
+            return torch.zeros(1, device="cuda")
+
+
+        def kernels(x):
+            match x.device.type:
+                case "cuda" | "hip":
+                    import triton
+                    return x.cuda()
+                case _:
+                    return x
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model, "devices.py": devices})))
+    reads = (("model.py", 25, "NR1003"),  # the `case "cuda":` arm of a match on an existing device's type
+             ("model.py", 49, "NR1001"),  # `case "cuda" | "hip":`
+             ("devices.py", 17, "NR1003"),  # a module constant bound once from a call, `in (...)`
+             ("model.py", 35, "NR1003"),  # the same constant imported, `in {...}`
+             ("model.py", 42, "NR1003"))  # the rest of a function after `not in (...): return`
+    for key in reads:
+        f = got[key]
+        assert f.context == "opt-in" and f.details["feature"] == "cuda", (key, f.context)
+        assert "already exists" in f.details["context_reason"], key
+    for key in (("model.py", 26, "NR1005"), ("model.py", 41, "NR1006")):  # housekeeping beside them
+        assert got[key].context == "opt-in", key
+    for key in (("devices.py", 26, "NR1003"),  # a module constant set from a probe is the choice
+                ("devices.py", 31, "NR1003"),  # ... and so is one set from a "cuda" literal
+                ("model.py", 48, "NR1805")):  # a GPU library keeps its rules inside the arm
+        assert got[key].context == "step", key
+
+
+@pytest.mark.parametrize("src, only, reads", [
+    # the arm of a match on an existing device's type, nested in a function and a branch
+    ('def f(x, ok):\n    if ok:\n        match x.device.type:\n            case "cuda":\n                y = x.cuda()\n'
+     '            case _:\n                y = x\n    return y\n', True, True),
+    # every other path gives up: CUDA is required, the arm is the only path (as `else: raise`)
+    ('def f(x):\n    match x.device.type:\n        case "cuda" | "hip":\n            y = x.cuda()\n'
+     '        case _:\n            raise RuntimeError("GPU only")\n    return y\n', False, False),
+    # another arm picks a device itself: a choice, not a read
+    ('def f(x):\n    match x.device.type:\n        case "cuda":\n            d = x.device\n'
+     '        case _:\n            d = "cpu"\n    return d\n', True, False),
+    # a pattern with a device that is not a GPU's is no CUDA arm
+    ('def f(x):\n    match x.device.type:\n        case "cuda" | "cpu":\n            y = x.cuda()\n'
+     '        case _:\n            y = x\n    return y\n', None, False),
+])
+def test_the_cuda_arm_of_a_match_is_a_region(src, only, reads):
+    import ast
+
+    from neuron_ready.sources.codefacts import code_facts
+
+    facts = code_facts(ast.parse(src), "pkg.m", False, src)
+    arms = [i for i, r in enumerate(facts.get("regions", ())) if r[5].startswith("match") and r[3] == "body"]
+    assert (facts["regions"][arms[0]][7] if arms else None) is only
+    assert bool(set(arms) & set(facts.get("device_tests", ()))) is reads
+
+
+def test_a_match_on_a_setting_is_a_condition_on_it():
+    """`match backend: case "cuda" | "hip":` on a parameter is the condition `backend in ("cuda",
+    "hip")` of its CUDA arm, and its negation for the other arms (a setting's gate, as for `if`)."""
+    import ast
+
+    from neuron_ready.sources.codefacts import code_facts
+
+    src = ('def f(x, backend="hip"):\n    match backend:\n        case "cuda" | "hip":\n            y = x.cuda()\n'
+           '        case _:\n            y = x\n    return y\n')
+    regions = code_facts(ast.parse(src), "pkg.m", False, src)["regions"]
+    assert [(r[0], r[1], r[2][0], r[2][2], r[3], r[7]) for r in regions] == [
+        (3, 4, "in", ["cuda", "hip"], "body", True), (5, 6, "in", ["cuda", "hip"], "else", False)]

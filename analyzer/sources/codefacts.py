@@ -39,7 +39,10 @@ is a plain JSON-able record cached with the file's result:
   a device, tensor or process group that already exists (`if self._device.type == "cuda":`,
   `if x.is_cuda:`, `use_ids = dist.get_backend() == "nccl"`) rather than asking what is available
   (`torch.cuda.is_available()`), and whose other path names no device of its own (`device_test`):
-  the device was chosen elsewhere; on Trainium the region is simply not taken.
+  the device was chosen elsewhere; on Trainium the region is simply not taken. A membership in a
+  literal set of GPU device types (`DEVICE_TYPE in ("cuda", "hip")`) is such a test like `==`, a
+  `match` arm `case "cuda":` is a region like the branch of that `if` (`match_`), and a module
+  constant bound once from a call or imported is read, not chosen (`_outer_choices`, `_rebound`).
 - `gives_up`: branches of a test on a setting that only raise, assert or exit (`else: raise
   ValueError(...)`): no value of the setting runs there (default_choice.py).
 - `options`: defaults a user does not have to set: argparse `add_argument`, click options, absl
@@ -527,6 +530,7 @@ class _Walk:
         self.type_only: frozenset[str] = frozenset()  # locals of this function that only list a type test's classes
         self.device_reads: frozenset[str] = frozenset()  # cuda_locals set from a test of an existing device
         self.chosen: dict[int, frozenset[str]] = {}  # per scope: names set from a device choice (`_chosen_names`)
+        self.enclosing: dict[int, ast.AST] = {}  # function node -> the function or module around it (`chosen_names`)
 
     def run(self, tree: ast.Module) -> None:
         self.scopes.append(tree)
@@ -608,8 +612,7 @@ class _Walk:
             self.region = parent
             self.in_try -= is_try
             if t.__name__ == "Match":
-                for case in st.cases:
-                    self.body(case.body)
+                self.match_(st)
             self.nest -= compound
 
     def registration(self, st: ast.stmt) -> str | None:
@@ -660,6 +663,7 @@ class _Walk:
         inner, rebound = _statement_names(node)
         self.type_only = _type_only_locals(node, rebound)
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
+        self.enclosing[id(node)] = self.scopes[-1]
         saved_reads, self.device_reads = self.device_reads, _device_reads(node, self.cuda_locals, rebound,
                                                                           lambda: self.chosen_names(node))
         probe = cuda_probe(node, self.cuda_locals, self.negated_probe)
@@ -1054,6 +1058,47 @@ class _Walk:
                 fx.host_paths.append([body, other] if cuda_only == "body" else [other, body])
         self.region = parent
 
+    def match_(self, st: ast.stmt) -> None:
+        """`match device_type: case "cuda": ... case _: ...`: the arm for CUDA (`case "cuda":`, `case
+        "cuda" | "hip":`) is the branch of `if device_type == "cuda":` and the other arms its else, one
+        region each; the arm runs only on a CUDA device unless every other path gives up (a `case _:`
+        that raises). Its test is `device_test`ed as that `if` (the other arms are its other path)."""
+        fx = self.fx
+        parent = self.region
+        cuda = [i for i, case in enumerate(st.cases) if _cuda_pattern(case.pattern)]
+        if not cuda:
+            for case in st.cases:
+                self.body(case.body)
+            return
+        # the equivalent test (`device_type == "cuda"`, `device_type in ("cuda", "hip")` for the first CUDA
+        # arm), for the condition, `device_test` and the region's text
+        pattern = st.cases[cuda[0]].pattern
+        values = [p.value for p in pattern.patterns] if type(pattern).__name__ == "MatchOr" else [pattern.value]
+        op, right = (ast.Eq(), values[0]) if len(values) == 1 else (ast.In(), ast.Tuple(elts=values, ctx=ast.Load()))
+        test = ast.copy_location(ast.Compare(left=st.subject, ops=[op], comparators=[right]), st)
+        c = _cuda_cond(test, fx.cond(test, self.params), self.cuda_locals)
+        if c == ["?"] or not _has_config(c):
+            c = ["cuda"]
+        text = f"match {_text(st.subject)}: case {' | '.join(_text(v) for v in values)}"
+        wildcard = any(type(case.pattern).__name__ == "MatchAs" and case.pattern.pattern is None and case.guard is None
+                       for case in st.cases)
+        for i, case in enumerate(st.cases):
+            others = [s for j, other in enumerate(st.cases) if j != i for s in other.body]
+            start = case.pattern.lineno
+            end = max((getattr(s, "end_lineno", s.lineno) for s in case.body), default=start)
+            if i in cuda:
+                rest = [other.body for j, other in enumerate(st.cases) if j not in cuda]
+                only = not (wildcard and rest and all(_gives_up(b) for b in rest))
+                fx.regions.append([start, end, c, "body", parent, text, False, only])
+                self.region = len(fx.regions) - 1
+                if only and self.device_test(test, others):
+                    fx.device_tests.append(self.region)
+            else:
+                fx.regions.append([start, end, c, "else", parent, text, False, False])
+                self.region = len(fx.regions) - 1
+            self.body(case.body)
+            self.region = parent
+
     def device_test(self, test: ast.AST, other) -> bool:
         """`device_test` in this scope, for a CUDA-only region whose other path (statements or an
         expression) is `other`: that path must name no device of its own (`_names_device`)."""
@@ -1062,9 +1107,13 @@ class _Walk:
                 and not _names_device(other))
 
     def chosen_names(self, scope: ast.AST) -> frozenset[str]:
-        """`_chosen_names` of a scope, computed once (`device_test` and `_device_reads` both ask)."""
+        """`_chosen_names` of a scope, computed once (`device_test` and `_device_reads` both ask), with
+        the names it reads from the scope around it (a module constant, an enclosing function's local)
+        that are chosen there (`_outer_choices`)."""
         if id(scope) not in self.chosen:
-            self.chosen[id(scope)] = _chosen_names(scope)
+            outer = self.enclosing.get(id(scope))
+            self.chosen[id(scope)] = _chosen_names(scope) | (
+                _outer_choices(scope, self.chosen_names(outer)) if outer is not None else _rebound(scope))
         return self.chosen[id(scope)]
 
     def option_arms(self, n: ast.IfExp) -> bool:
@@ -2338,7 +2387,8 @@ def device_test(test: ast.AST, cuda_locals: Collection[str] = (), reads: Collect
     if t is ast.Compare and len(test.ops) == 1:
         left, right = test.left, test.comparators[0]
         if type(test.ops[0]) in (ast.In, ast.NotIn):
-            return _reads_device(right, chosen)
+            # `"cuda" in str(x.device)`; `DEVICE_TYPE in ("cuda", "hip")` reads its left side
+            return _reads_device(left if _gpu_values(right) else right, chosen)
         return _reads_device(left if _literal(left) is ... else right, chosen)
     return False
 
@@ -2393,6 +2443,25 @@ def _chosen_names(scope: ast.AST) -> frozenset[str]:
                 out.update(n.id for tg in targets for n in ast.walk(tg) if type(n) is ast.Name)
             stack.extend(_blocks(st))
     return frozenset(out)
+
+
+def _outer_choices(scope: ast.FunctionDef, outer: frozenset[str]) -> frozenset[str]:
+    """The names of `outer` (chosen in the scope around a function) that the function does not bind
+    itself (parameters, assignments, nested definitions): it reads them from there."""
+    if not outer:
+        return outer
+    inner, assigned = _statement_names(scope)
+    a = scope.args
+    own = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
+    return frozenset(n for n in outer if n not in own and n not in assigned and n not in inner)
+
+
+def _rebound(module: ast.AST) -> frozenset[str]:
+    """Names a module's own statements assign more than once (`DEVICE = get_device()`, later `DEVICE
+    = ...` in a branch): the module decides their value, they are no constant bound once."""
+    if type(module) is not ast.Module:
+        return frozenset()
+    return frozenset(n for n, k in _statement_names(module)[1].items() if k > 1)
 
 
 def _device_reads(node: ast.FunctionDef, cuda_locals: Collection[str], assigned: dict[str, int],
@@ -2462,6 +2531,34 @@ def cuda_check(test: ast.AST, cuda_locals: Collection[str] = ()) -> str | None:
         op, left, right = type(test.ops[0]), test.left, test.comparators[0]
         if op in (ast.Eq, ast.NotEq) and (_names_cuda(right) or _names_cuda(left) or _names_nccl(right) or _names_nccl(left)):
             return "body" if op is ast.Eq else "else"
-        if op in (ast.In, ast.NotIn) and _names_cuda(left):
+        if op in (ast.In, ast.NotIn) and (_names_cuda(left) or _gpu_values(right)):
+            # `"cuda" in str(device)`, `device_type in ("cuda", "hip")`: a membership counts like `==`
             return "body" if op is ast.In else "else"
     return None
+
+
+def _cuda_pattern(pattern: ast.AST) -> bool:
+    """A `case` pattern that matches CUDA's device type alone or among other GPUs' (`case "cuda":`,
+    `case "cuda" | "hip":`, `_gpu_values`)."""
+    name = type(pattern).__name__
+    if name == "MatchValue":
+        return _names_cuda(pattern.value)
+    if name == "MatchOr":
+        values = [p.value for p in pattern.patterns if type(p).__name__ == "MatchValue"]
+        return len(values) == len(pattern.patterns) and _gpu_values(ast.Tuple(elts=values))
+    return False
+
+
+# Device types and backends of GPUs other than Trainium's: a value among them is never a Neuron device.
+_GPU_WORDS = frozenset({"cuda", "hip", "rocm", "xpu", "mps", "musa", "mlu", "npu", "hpu", "nccl"})
+
+
+def _gpu_values(node: ast.AST) -> bool:
+    """A literal tuple, list or set of GPU device types or backends with CUDA's among them (`("cuda",
+    "hip")`, `{"cuda"}`): a value in it is never a CPU, XLA or Neuron device, so the test holds only on a
+    GPU, like `== "cuda"`."""
+    if type(node) not in (ast.Tuple, ast.List, ast.Set) or not node.elts:
+        return False
+    values = [_literal(e) for e in node.elts]
+    return (all(type(v) is str and v.split(":")[0] in _GPU_WORDS for v in values)
+            and any(v.split(":")[0] in ("cuda", "nccl") for v in values))
