@@ -415,7 +415,7 @@ def _names_a_device(test: ast.AST) -> bool:
     `torch.cuda.is_available()` (NR1005) or an NCCL backend (the distributed rules)."""
     return any((type(n) is ast.Attribute and n.attr == "is_cuda")
                or (type(n) is ast.Constant and type(n.value) is str and re.fullmatch(_DEVICE_CUDA, n.value))
-               for n in ast.walk(test))
+               for n in vocab.ast_nodes(test))
 
 
 # The libcst expressions whose ast form cuda_check can answer "body" or "else" for (ast Name,
@@ -454,7 +454,7 @@ def _cuda_test(expr, cuda_locals) -> str | None:
         tree = ast.parse(cst.Module([]).code_for_node(expr).strip(), mode="eval").body
     except (SyntaxError, ValueError):
         return None
-    names = {n.id for n in ast.walk(tree) if type(n) is ast.Name}
+    names = {n.id for n in vocab.ast_nodes(tree) if type(n) is ast.Name}
     if not (_names_a_device(tree) or names & set(cuda_locals)):
         return None
     return cuda_check(tree, cuda_locals)
