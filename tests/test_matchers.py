@@ -120,3 +120,28 @@ def test_every_matcher_of_the_catalog_is_complete():
     ctx = ScanContext(catalog, "native")
     code = "import torch\n\ndef unrelated(a):\n    return a\n\nx = torch.zeros(3).cuda()\n"
     assert reduce_source(code, ast.parse(code), ctx.index, "pkg.mod", False) is not None
+
+
+def test_cuda_test_shortcut_agrees_with_the_ast_path():
+    """_cuda_test decides some expression kinds on the libcst node without rendering them
+    (performance.md, stop 30): it must answer as the rendering and cuda_check would, for every kind."""
+    import libcst as cst
+
+    from neuron_ready.sources import matchers as _m
+    from neuron_ready.sources.codefacts import cuda_check
+
+    def full(code, cuda_locals):
+        tree = ast.parse(code, mode="eval").body
+        names = {n.id for n in ast.walk(tree) if type(n) is ast.Name}
+        if not (_m._names_a_device(tree) or names & set(cuda_locals)):
+            return None
+        return cuda_check(tree, cuda_locals)
+
+    codes = ['x.is_cuda', 'ok', 'self.cuda', 'not x.is_cuda', 'a and x.is_cuda', 'not ok or x.is_cuda',
+             'any(t.is_cuda for t in ts)', 'all([t.is_cuda for t in ts])', 'str(d).startswith("cuda")',
+             'torch.cuda.is_available()', 'f(x.is_cuda)', 'x.device.type == "cuda"', '"cuda" in str(d)',
+             'd != "cuda:0"', '{"a": x.is_cuda}', '[x.is_cuda]', 'x.is_cuda if a else b', '(x.is_cuda)',
+             'torch.device("cuda")', 'cfg["device"] == "cuda"', 'backend == "nccl"', 'True', 'x.cuda', '1 + 2']
+    for cuda_locals in ((), ("ok", "self.cuda")):
+        for code in codes:
+            assert _m._cuda_test(cst.parse_expression(code), cuda_locals) == full(code, cuda_locals), (code, cuda_locals)

@@ -67,13 +67,24 @@ class ModuleContext:
     @property
     def parents(self) -> dict[int, cst.CSTNode]:
         if self._parents is None:
+            # children read inline: on a large module (a table of constants) the map has a million
+            # entries, and a generator per node took most of the time (performance.md, stop 30)
             parents: dict[int, cst.CSTNode] = {}
             stack: list[cst.CSTNode] = [self.module]
+            pop, push = stack.pop, stack.append
             while stack:
-                node = stack.pop()
-                for child in _children(node):
-                    parents[id(child)] = node
-                    stack.append(child)
+                node = pop()
+                for name in field_order(type(node)):
+                    v = getattr(node, name)
+                    tv = type(v)
+                    if tv is list or tv is tuple:
+                        for x in v:
+                            if is_node_type(type(x)):
+                                parents[id(x)] = node
+                                push(x)
+                    elif v is not None and is_node_type(tv):
+                        parents[id(v)] = node
+                        push(v)
             self._parents = parents
         return self._parents
 
@@ -90,15 +101,6 @@ class ModuleContext:
         if self._device is None:
             self._device = existing_device(self.module, self) or _fresh_name(self.module, "DEVICE")
         return self._device
-
-
-def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for name in field_order(type(node)):
-        v = getattr(node, name)
-        if type(v) in (list, tuple):
-            yield from (x for x in v if is_node_type(type(x)))
-        elif v is not None and is_node_type(type(v)):
-            yield v
 
 
 def torch_name(module: cst.Module) -> tuple[str, bool]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 
 from .vocab import ast_chain as _chain
+from .vocab import ast_nodes
 
 NO_GRAD_DECORATORS = frozenset({"no_grad", "inference_mode"})
 
@@ -37,11 +38,11 @@ def _stmts(body: list[ast.stmt]) -> list[ast.stmt]:
 def _asks_grad(node: ast.AST) -> bool:
     """True for a test that holds when autograd records: `x.requires_grad`, `torch.is_grad_enabled()`,
     `any(t.requires_grad for t in ts)`, `w is not None and w.requires_grad` (never a negation)."""
-    for n in ast.walk(node):
+    for n in ast_nodes(node):
         if type(n) is ast.UnaryOp and type(n.op) is ast.Not:
             return False
     return any((type(n) is ast.Attribute and n.attr == "requires_grad")
-               or (type(n) is ast.Call and (_chain(n.func) or [""])[-1] == "is_grad_enabled") for n in ast.walk(node))
+               or (type(n) is ast.Call and (_chain(n.func) or [""])[-1] == "is_grad_enabled") for n in ast_nodes(node))
 
 
 def _grad_test(test: ast.AST) -> bool:

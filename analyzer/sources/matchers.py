@@ -415,18 +415,46 @@ def _names_a_device(test: ast.AST) -> bool:
     `torch.cuda.is_available()` (NR1005) or an NCCL backend (the distributed rules)."""
     return any((type(n) is ast.Attribute and n.attr == "is_cuda")
                or (type(n) is ast.Constant and type(n.value) is str and re.fullmatch(_DEVICE_CUDA, n.value))
-               for n in ast.walk(test))
+               for n in vocab.ast_nodes(test))
+
+
+# The libcst expressions whose ast form cuda_check can answer "body" or "else" for (ast Name,
+# Attribute, UnaryOp, BoolOp, Call, Compare); for any other kind it answers None.
+_TEST_KINDS = (cst.Name, cst.Attribute, cst.UnaryOperation, cst.BooleanOperation, cst.Call, cst.Comparison)
+_TEST_CALLS = frozenset({"any", "all", "startswith", "is_available"})  # the only callees cuda_check reads
+
+
+def _cannot_test(expr, cuda_locals) -> bool:
+    """cuda_check answers None for `expr`, seen without rendering it: every assigned value is
+    asked, and rendering a large table to parse it again cost a tenth of a `--jobs 1` scan of
+    torch (docs/lab/performance.md, stop 30). A non-ASCII name is left to the ast (which
+    normalizes identifiers)."""
+    t = type(expr)
+    if t not in _TEST_KINDS:
+        return True
+    if t is cst.Call:
+        func = expr.func
+        name = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+        return name is not None and name.isascii() and name not in _TEST_CALLS
+    if not cuda_locals:  # a name or an attribute tests CUDA only as a local a CUDA check set, or `.is_cuda`
+        if t is cst.Name:
+            return True
+        if t is cst.Attribute:
+            return expr.attr.value.isascii() and expr.attr.value != "is_cuda"
+    return False
 
 
 def _cuda_test(expr, cuda_locals) -> str | None:
     """codefacts.cuda_check on a libcst expression: "body", "else" or None."""
     from .codefacts import cuda_check
 
+    if _cannot_test(expr, cuda_locals):
+        return None
     try:
         tree = ast.parse(cst.Module([]).code_for_node(expr).strip(), mode="eval").body
     except (SyntaxError, ValueError):
         return None
-    names = {n.id for n in ast.walk(tree) if type(n) is ast.Name}
+    names = {n.id for n in vocab.ast_nodes(tree) if type(n) is ast.Name}
     if not (_names_a_device(tree) or names & set(cuda_locals)):
         return None
     return cuda_check(tree, cuda_locals)

@@ -42,6 +42,9 @@ from .vocab import (
     ast_shapes,
     fullmatch_may,
 )
+from .vocab import AST_PLANS as _PLANS
+from .vocab import ast_nodes as _walk
+from .vocab import ast_plan as _plan
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -122,39 +125,6 @@ def _cut(text: str, drops: list[ast.AST]) -> Reduced:
 
 
 # ---------------------------------------------------------------------------------- ast helpers
-
-# Per node class, the fields that can hold nodes the screen looks at (not names, operators or ctx).
-_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "name", "arg", "module", "level", "names", "op", "ops",
-                          "kind", "type_comment", "conversion", "is_async", "simple", "type_ignores",
-                          "kwd_attrs", "rest", "asname"})
-_PLANS: dict[type, tuple[str, ...]] = {}
-
-
-def _plan(t: type) -> tuple[str, ...]:
-    plan = _PLANS.get(t)
-    if plan is None:
-        plan = _PLANS[t] = tuple(
-            f for f in t._fields if f not in _LEAF_FIELDS and not (f == "value" and t in (ast.Constant, ast.MatchSingleton))
-        )
-    return plan
-
-
-def _walk(node: ast.AST, skip: frozenset[int] = frozenset()):
-    """ast.walk, parents before children, without the subtrees whose ids are in `skip` (and
-    without leaves the screen never reads: contexts, operators, identifiers)."""
-    stack = [node]
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    while stack:
-        n = pop()
-        yield n
-        plan = _PLANS.get(type(n))
-        for f in plan if plan is not None else _plan(type(n)):
-            v = getattr(n, f)
-            if type(v) is list:
-                extend([c for c in v if c is not None and id(c) not in skip] if skip else [c for c in v if c is not None])
-            elif v is not None and (not skip or id(v) not in skip):
-                push(v)
-
 
 def _pattern_may(pattern: str, value: ast.AST) -> bool:
     """conditions.py's _pattern_matches: a string shape, or a string in a list, dict or dict() call."""

@@ -8,7 +8,7 @@ import ast
 import re
 from typing import Callable
 
-from .vocab import ast_chain, defaulted_params
+from .vocab import ast_chain, ast_nodes, defaulted_params
 
 CUDA_DEVICE = re.compile(r"(?i)cuda(:\d+)?")
 DATA_PARALLEL = frozenset({
@@ -68,7 +68,7 @@ class ScreenFacts:
                 for h in getattr(n, "handlers", None) or getattr(n, "cases", None) or ():
                     stack.append(h.body)
         if self.has_argparse:
-            for n in ast.walk(self.tree):
+            for n in ast_nodes(self.tree):
                 if type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr == "add_argument":
                     self._argparse(n)
         for name, value in assigned:
@@ -81,12 +81,12 @@ class ScreenFacts:
                 if _batch_max(value):
                     self.batch_max.add(name)
             for name, value in assigned if self.batch_max else ():  # a size list holding a batch maximum
-                if any(type(x) is ast.Name and x.id in self.batch_max for x in ast.walk(value)):
+                if any(type(x) is ast.Name and x.id in self.batch_max for x in ast_nodes(value)):
                     self.batch_max.add(name)
         self.reaching = set(self.devices)  # names whose value may hold a device option
         if self.devices:
             for name, value in assigned:
-                if any(type(x) is ast.Attribute and x.attr in self.devices for x in ast.walk(value)):
+                if any(type(x) is ast.Attribute and x.attr in self.devices for x in ast_nodes(value)):
                     self.reaching.add(name)
 
     def _argparse(self, n: ast.Call) -> None:
@@ -130,7 +130,7 @@ class ScreenFacts:
         if t is ast.Assign:
             if any(type(tg) is ast.Attribute and tg.attr.lower().endswith("backend") for tg in node.targets):
                 return "backend_setting"
-            if self.devices and any(type(x) is ast.Attribute and x.attr in self.devices for x in ast.walk(node.value)):
+            if self.devices and any(type(x) is ast.Attribute and x.attr in self.devices for x in ast_nodes(node.value)):
                 return "argparse_cuda_default"  # a name the option's value reaches `.to()` through
             return None
         if t is not ast.Call:
@@ -147,7 +147,7 @@ class ScreenFacts:
             return "argparse_cuda_default"
         if name in ("zeros", "ones", "full", "empty", "pad") or name in _CREATE_METHODS:
             for a in node.args if self.has_max else ():
-                if _batch_max(a) or any(type(x) is ast.Name and x.id in self.batch_max for x in ast.walk(a)):
+                if _batch_max(a) or any(type(x) is ast.Name and x.id in self.batch_max for x in ast_nodes(a)):
                     return "batch_max_pad"
             return None
         if name in ("to", "device"):
@@ -185,4 +185,4 @@ def _boolean(value: ast.AST) -> bool:
 
 
 def _batch_max(value: ast.AST) -> bool:
-    return any(type(x) is ast.Call and type(x.func) is ast.Name and x.func.id == "max" for x in ast.walk(value))
+    return any(type(x) is ast.Call and type(x.func) is ast.Name and x.func.id == "max" for x in ast_nodes(value))

@@ -177,6 +177,40 @@ def ast_chain(node: ast.AST) -> list[str] | None:
     return parts
 
 
+# Per node class, the fields that can hold nodes a check looks at (not names, operators or ctx).
+_AST_LEAF_FIELDS = frozenset({"ctx", "id", "attr", "name", "arg", "module", "level", "names", "op", "ops",
+                              "kind", "type_comment", "conversion", "is_async", "simple", "type_ignores",
+                              "kwd_attrs", "rest", "asname"})
+AST_PLANS: dict[type, tuple[str, ...]] = {}
+
+
+def ast_plan(t: type) -> tuple[str, ...]:
+    plan = AST_PLANS.get(t)
+    if plan is None:
+        plan = AST_PLANS[t] = tuple(
+            f for f in t._fields if f not in _AST_LEAF_FIELDS and not (f == "value" and t in (ast.Constant, ast.MatchSingleton))
+        )
+    return plan
+
+
+def ast_nodes(node: ast.AST, skip: frozenset[int] = frozenset()):
+    """ast.walk, parents before children (depth first), without the subtrees whose ids are in
+    `skip` and without the nodes no check reads: contexts, operators, import aliases. Several
+    times faster than ast.walk; a search for names, attributes, constants or calls finds the same."""
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        n = pop()
+        yield n
+        plan = AST_PLANS.get(type(n))
+        for f in plan if plan is not None else ast_plan(type(n)):
+            v = getattr(n, f)
+            if type(v) is list:
+                extend([c for c in v if c is not None and id(c) not in skip] if skip else [c for c in v if c is not None])
+            elif v is not None and (not skip or id(v) not in skip):
+                push(v)
+
+
 def ast_literal(node: ast.AST):
     """literal_value where ast and libcst agree exactly (AST_NOT_LITERAL for a non-literal); MAYBE where they may not."""
     t = type(node)
