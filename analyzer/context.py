@@ -2602,8 +2602,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         name = plugin_of(f.path)
         context, gate = "opt-in", Gate(f"plugin:{name}", f"only when the plugin `{name}` is enabled (plugins are "
                                        "loaded by name from the configuration)")
-    elif subproject_of(f.path, ctx.subprojects) is not None:
-        folder = subproject_of(f.path, ctx.subprojects)
+    elif (folder := subproject_of(f.path, ctx.subprojects)) is not None:
         context, gate = "opt-in", Gate(f"subproject:{folder.rpartition('/')[2]}",
                                        f"only when the separate package in `{folder}/` is installed (it builds on its "
                                        f"own from {ctx.subprojects[folder]}; the root's install leaves it out)")
