@@ -90,3 +90,35 @@ def test_imported_by_the_root_it_is_a_dependency(tmp_path):
     got = by_path(scan(root))
     assert {c for c, _ in got["fastkern/csrc/scale.cu"]} == {"step"}
     assert {c for c, _ in got["fastkern/fastkern/__init__.py"]} == {"step"}
+
+
+def test_a_hostile_folder_name_stays_inert_in_every_renderer(tmp_path):
+    """The gate of a separate distribution quotes its folder's name, which a stranger's pull request
+    chooses: every renderer that shows the gate must escape it like any other name."""
+    import json
+    import re
+
+    from cli import run_cli
+    from commonmark import to_html
+
+    folder = "k`|<img src=x onerror=alert(1)>\n::error::pwned\u202e"
+    root = _repo(tmp_path)
+    (root / "fastkern").rename(root / folder)
+    report = scan(root)
+    gates = {f.gate for f in report.findings + report.off_path if f.path.startswith(folder)}
+    assert len(gates) == 1 and folder in gates.pop()  # the data keeps the real name
+    control = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+    for fmt in ("text", "markdown", "html", "sarif"):
+        r = run_cli("scan", str(root), "--format", fmt, "--no-cache", "--include-opt-in", "all")
+        assert r.code == 0, r.err
+        assert "pwned" in r.out, fmt  # the gate is shown ...
+        assert not [line for line in r.out.splitlines() if line.lstrip().startswith(("::", "##["))], fmt
+        if fmt != "sarif":  # SARIF, like JSON, keeps the real name as data in its properties
+            assert not control.search(r.out), fmt  # ... with its newline and bidi override escaped
+        if fmt == "html":
+            assert "<img" not in r.out
+        if fmt == "markdown":
+            assert "<img" not in to_html(r.out)
+        if fmt == "sarif":
+            texts = [x["message"]["text"] for x in json.loads(r.out)["runs"][0]["results"]]
+            assert texts and not any(control.search(t) for t in texts)
