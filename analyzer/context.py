@@ -968,6 +968,8 @@ class Graph:
         self._setup_calls: dict[str, frozenset] = {}
         self._by_name: dict[str, list] | None = None
         self._eval_held: set[str] | None = None
+        self._subclasses: dict[str, list[str]] | None = None  # class node -> project classes naming it a base
+        self._families: dict[tuple[str, str], tuple] = {}  # (class node, name) -> self_targets
         defaults.attach(self)
         self._probe_tests()
 
@@ -1138,6 +1140,75 @@ class Graph:
         cache[node] = out
         return out
 
+    def self_class(self, rel: str, scope: str, name: str) -> str | None:
+        """The class node whose methods `self.name(...)` in `scope` asks, when the scope asks that name
+        only of `self` or `cls` (codefacts `self_only`: never of another object, nor as a string)."""
+        entry = self.code.get(rel, {}).get("self_only", {}).get(scope)
+        return f"{rel}::{entry[0]}" if entry and name in entry[1] else None
+
+    def self_targets(self, cls: str, name: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """What `self.name(...)` in a method of `cls` runs, in the project: the definition `cls` itself
+        has or inherits (the first in its bases' order), run whenever the caller runs; and for each
+        project subclass that defines or inherits (from a mixin it lists) its own, (subclass node,
+        method node), run only when that subclass is reached. Both empty when no class of the
+        hierarchy defines it (an attribute holding a callable, a method of a library base)."""
+        key = (cls, name)
+        hit = self._families.get(key)
+        if hit is not None:
+            return hit
+        ups = self._linear(cls)
+        own = self._first_def(ups, name)
+        down: list[tuple[str, str]] = []
+        for sub in self._subclasses_of(cls):
+            m = self._first_def([k for k in self._linear(sub) if k not in ups], name)
+            if m is not None:
+                down.append((sub, m))
+        out = ([own] if own else [], sorted(down))
+        self._families[key] = out
+        return out
+
+    def _first_def(self, classes: list[str], name: str) -> str | None:
+        for k in classes:
+            r, c = split_node(k)
+            d = self.code.get(r, {}).get("defs", {}).get(f"{c}.{name}")
+            if d is not None and d[2] == "m":
+                return f"{k}.{name}"
+        return None
+
+    def _linear(self, cls: str) -> list[str]:
+        """The class and its project bases, nearest first (breadth first: an approximation of the MRO)."""
+        out, todo = [cls], [cls]
+        while todo and len(out) < 64:
+            cur = todo.pop(0)
+            d = self.def_of(cur)
+            for base in self._class_bases(split_node(cur)[0], d) if d is not None else ():
+                if base not in out:
+                    out.append(base)
+                    todo.append(base)
+        return out
+
+    def _subclasses_of(self, cls: str) -> list[str]:
+        """The project classes deriving from `cls`, directly or not."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for rel, code in sorted(self.code.items()):
+                for scope, d in sorted(code.get("defs", {}).items()):
+                    if d[2] == "c":
+                        for base in self._class_bases(rel, d):
+                            self._subclasses.setdefault(base, []).append(f"{rel}::{scope}")
+        out, todo = [], [cls]
+        while todo and len(out) < 256:
+            for sub in self._subclasses.get(todo.pop(), ()):
+                if sub not in out and sub != cls:
+                    out.append(sub)
+                    todo.append(sub)
+        return sorted(out)
+
+    def _class_bases(self, rel: str, d: list) -> list[str]:
+        """The project classes a class definition names as its bases, in order."""
+        return [t for base in d[4] if base.startswith(("q:", "l:"))
+                for t in self.resolve(rel, base) if (bd := self.def_of(t)) is not None and bd[2] == "c"]
+
     def setup_calls(self, node: str) -> frozenset:
         """What a construction or checkpoint function calls once, there: the functions and methods
         its references name, except classes (constructed now, run in the step), what it stores or
@@ -1156,6 +1227,11 @@ class Graph:
                     continue
                 if ref.startswith("a:"):
                     out.add(ref)
+                    cls = self.self_class(rel, scope, ref[2:])
+                    own, down = self.self_targets(cls, ref[2:]) if cls is not None else ((), ())
+                    out.update(own)  # `self.f()`: the edges `_edges_of` makes of it
+                    if down:
+                        out.add((cls, ref[2:]))
                     continue
                 for target in self.resolve(rel, ref):
                     if not self._factory(target):
@@ -1305,7 +1381,14 @@ class Graph:
             label = STEP if g is None else (EVAL if g.kind == "evaluation" else OPTIN)
             fb = in_fallback(code, region) if region >= 0 else None
             cu = region >= 0 and in_cuda_branch(code, region)
-            if ref.startswith(("a:", "s:")):
+            cls = self.self_class(rel, scope, ref[2:]) if ref.startswith("a:") else None
+            own, down = self.self_targets(cls, ref[2:]) if cls is not None else ((), ())
+            if own or down:  # `self.f()`: f of this class's hierarchy, not of any class
+                for target in own:
+                    yield target, label, g, fb, cu
+                if down:  # a subclass's own: runs when that subclass is reached (`propagate`)
+                    yield (cls, ref[2:]), label, g, fb, cu
+            elif ref.startswith(("a:", "s:")):
                 yield "a:" + ref[2:], label, g, fb, cu
             else:
                 for target in self.resolve(rel, ref):
@@ -1425,6 +1508,9 @@ def propagate(graph: Graph, entries: list[str], skip_fallback: str | None = None
     parent: dict[str, str] = {}  # node -> the node it was reached from (for `reached_via`)
     name_label: dict[str, int] = {}
     name_gate: dict[str, Gate | None] = {}
+    down_label: dict[str, int] = {}  # a subclass's override of a `self.f()` call -> its best label
+    down_gate: dict[str, Gate | None] = {}
+    pending: dict[str, list[str]] = {}  # subclass node -> those overrides, relaxed once it is reached
     heap: list[tuple[int, str]] = []
 
     def relax(node: str, lab: int, gate: Gate | None, via: str = "") -> None:
@@ -1461,6 +1547,16 @@ def propagate(graph: Graph, entries: list[str], skip_fallback: str | None = None
                     continue  # a branch that runs only on a CUDA device: what only it reaches, Trainium skips
             elif fb and skip_fallback and (skip_fallback == "any" or fb == skip_fallback):
                 continue  # the GPU branch of a check with a PyTorch path: what only it reaches is a fallback
+            if type(target) is tuple:  # `self.f()`: the override of each subclass, once it is reached
+                new = max(lab, edge_label)
+                for sub, m in graph.self_targets(*target)[1]:
+                    if new < down_label.get(m, UNREACHED):
+                        down_label[m] = new
+                        down_gate[m] = gate if edge_label == new and gate is not None else here_gate
+                        pending.setdefault(sub, []).append(m)
+                        if label.get(sub, UNREACHED) < UNREACHED:
+                            relax(m, max(new, label[sub], graph.target_label(m)), down_gate[m] or gates.get(sub), node)
+                continue
             if by_name(target):
                 name = target[2:]
                 new = max(lab, edge_label)
@@ -1482,6 +1578,8 @@ def propagate(graph: Graph, entries: list[str], skip_fallback: str | None = None
             elif alt is not None and new < OPTIN:
                 new, g = OPTIN, alt  # one of a library's alternatives: the user picks it
             relax(target, new, g, node)
+        for m in pending.get(node, ()):  # a reached subclass: its overrides `self.f()` already called
+            relax(m, max(down_label[m], lab, graph.target_label(m)), down_gate.get(m) or here_gate, node)
         d = graph.def_of(node)
         if d is not None and d[2] == "c":  # a reached class: its methods already called by name
             rel, scope = split_node(node)
@@ -1886,7 +1984,7 @@ def trains_from(graph: Graph, rel: str, limit: int = 20000, start: str | None = 
                     seen.add(f"{r}::{meth}")
                     todo.append(f"{r}::{meth}")
         for target, label, _gate, _fb, _cu in graph.edges(node):
-            if label != STEP:
+            if label != STEP or type(target) is tuple:  # a subclass's override: no evidence of its own
                 continue
             if by_name(target):
                 name = target[2:]

@@ -197,6 +197,9 @@ class _Facts:
         self.local: set[str] = set()  # top-level defs and classes
         self.defs: dict[str, list] = {}
         self.refs: dict[str, dict[str, list[int]]] = {}
+        # per scope, the names of `a:` references made on `self`/`cls` (with the class) and on anything else
+        self.on_self: dict[str, tuple[str, set[str]]] = {}
+        self.on_other: dict[str, set[str]] = {}
         self.imports: dict[str, list[str]] = {}
         self.regions: list[list] = []
         self.options: list[list] = []
@@ -243,6 +246,25 @@ class _Facts:
         self.lines: list[str] | None = None  # its lines, split only when a column needs them
 
     # ------------------------------------------------------------------ resolution
+
+    def note_by_name(self, scope: str, cls: str | None, parts: list[str], name: str) -> None:
+        """Where an `a:` reference of `scope` was made: on `self`/`cls` of the method's class
+        (`self._communicate_shapes(...)`), or on any other object (`obj.step()`)."""
+        if cls is not None and parts[0] in ("self", "cls") and parts[1] == name:
+            self.on_self.setdefault(scope, (cls, set()))[1].add(name)
+        else:
+            self.on_other.setdefault(scope, set()).add(name)
+
+    def self_only(self) -> dict[str, list]:
+        """scope -> [class, names] of the `a:` references a method makes only on `self` or `cls` (never
+        on another object, nor as a string): what they call is a method of its class's hierarchy."""
+        out = {}
+        for scope, (cls, names) in sorted(self.on_self.items()):
+            refs, other = self.refs.get(scope, {}), self.on_other.get(scope, set())
+            only = sorted(n for n in names if n not in other and f"s:{n}" not in refs and f"a:{n}" in refs)
+            if only:
+                out[scope] = [cls, only]
+        return out
 
     def value_ref(self, node: ast.AST) -> str | None:
         """The qualified or local name a module-level value is (`mlp.GroupedMLP`, `flash_fwd`), not an
@@ -442,7 +464,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("probe_tests", fx.probe_tests), ("probe_via", fx.probe_via),
                        ("gives_up", fx.gives_up), ("device_tests", fx.device_tests),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
-                       ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas), ("held", fx.held)):
+                       ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas), ("held", fx.held),
+                       ("self_only", fx.self_only())):
         if value:
             out[key] = packed(value) if key in PACKED else value
     if fx.neuron:
@@ -1268,8 +1291,11 @@ class _Walk:
                         _add_ref(refs, ref, self.region)
                         if ref[:2] in ("q:", "l:") and type(n.ctx) is ast.Load and id(n) not in self.callees:
                             fx.handed.add(ref)  # a callback or an alias: called where the facts cannot see
+                        elif ref[:2] == "a:":
+                            fx.note_by_name(self.scope, self.cls, parts, ref[2:])
                     if t is ast.Attribute and len(parts) > 2:
                         _add_ref(refs, "a:" + parts[-1], self.region)  # `self.model.encode`: by name too
+                        fx.note_by_name(self.scope, None, parts, parts[-1])
                     continue
             elif t is ast.Constant and type(n.value) is str:
                 if _NEURON_DEVICE.fullmatch(repr(n.value)) or n.value in ("neuron", "xla"):
