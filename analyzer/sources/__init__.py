@@ -348,7 +348,7 @@ def _python_hits(text: str, rel: str, ctx: ScanContext, collect_setup: bool, tre
             reduced = None  # the whole file then says where and why
     if module is None:
         module = parse_module(text)
-    res = scan_module(module, ctx.index, module_name, is_package, collect_setup, ctx.first_party)
+    res = scan_module(module, ctx.index, module_name, is_package, collect_setup, ctx.first_party, tree)
     if reduced is not None:
         for h in res.hits:
             h.line = reduced.original_line(h.line)
@@ -412,7 +412,11 @@ def reported_hits(text: str, rel: str, ctx: ScanContext) -> tuple[PyResult, list
     from .python import scan_module
 
     module_name, is_package = module_name_of(rel)
-    res = scan_module(parse_module(text), ctx.index, module_name, is_package, False, ctx.first_party)
+    try:
+        tree = parse_tree(text)  # as `scan` has it (values.py reads a class's assignments from it)
+    except _TooDeep:
+        tree = None
+    res = scan_module(parse_module(text), ctx.index, module_name, is_package, False, ctx.first_party, tree)
     col = _Collector(FileResult(rel, "python"), ctx, Suppressions(text))
     return res, _add_python_hits(res.hits, text.splitlines(), col, ctx, rel)
 

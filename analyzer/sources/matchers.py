@@ -207,6 +207,12 @@ class TensorControlFlow(Matcher):
 def tensor_value_read(names: Names, expr, host=None) -> str | None:
     """A call in `expr` that reads a tensor's value into Python, e.g. `(x > 0).any()` (libcst).
     `host(receiver)`: the receiver is a NumPy or pandas value, whose reads are not of a tensor."""
+    return next((culprit for culprit, _ in tensor_value_reads(names, expr, host)), None)
+
+
+def tensor_value_reads(names: Names, expr, host=None):
+    """Each read tensor_value_read looks for, in source order: (culprit, the tensor it reads), the
+    tensor being a method's receiver or a torch read's first argument (None when it has none)."""
     from .cstwalk import iter_subtree
 
     cst = vocab.cst
@@ -217,15 +223,14 @@ def tensor_value_read(names: Names, expr, host=None) -> str | None:
         q, _ = names.resolve(func) if type(func) in (cst.Name, cst.Attribute) else (None, False)
         if q is not None:
             if q in _TORCH_READS:
-                return q
+                yield q, (n.args[0].value if n.args and n.args[0].keyword is None and not n.args[0].star else None)
             continue
         if type(func) is cst.Attribute and func.attr.value in _READ_ATTRS:
             if func.attr.value in _REDUCTIONS and n.args:
                 continue  # `.sum(dim)` and friends return tensors; only whole reductions are read back
             if host is not None and host(func.value):
                 continue
-            return f".{func.attr.value}()"
-    return None
+            yield f".{func.attr.value}()", func.value
 
 
 def _reads_value(screen: _Screen, test: ast.AST) -> bool:

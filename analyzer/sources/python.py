@@ -9,6 +9,7 @@ matchers.py. Only code is matched: strings, comments and docstrings never produc
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -251,7 +252,7 @@ class PythonScanner(Walker):
         if chosen is not None:
             details = {**(details or {}), "chosen_by": chosen[0], "chosen_when": chosen[1]}
         if rule.category in HOST_CATEGORIES:
-            host = self.values.on_host(node, clause.kind)
+            host = self.values.on_host(node, clause.kind, clause.matcher)
             if host is not None:  # `x.cpu().nonzero()`: a shape or a read on the CPU (context.py `on_host_values`)
                 details = {**(details or {}), "host_value": host}
         owner = None
@@ -727,8 +728,12 @@ def snippet_of(node: cst.CSTNode) -> str:
 
 
 def scan_module(module: cst.Module, index: PyIndex, module_name: str = "", is_package: bool = False,
-                collect_setup: bool = False, first_party: frozenset[str] = frozenset()) -> PyResult:
+                collect_setup: bool = False, first_party: frozenset[str] = frozenset(),
+                tree: ast.Module | None = None) -> PyResult:
+    """`tree`: Python's own parse of the whole file, when the caller has it (values.py reads the
+    assignments of a class from it, whatever the screen cut)."""
     scanner = PythonScanner(index, module_name, is_package, collect_setup, first_party)
+    scanner.values.ast_tree = tree
     scanner.walk(module)
     scanner.finish()
     return PyResult(scanner.hits, scanner.requirements, module)

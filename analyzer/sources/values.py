@@ -23,15 +23,16 @@ regions they reach (its regions are cut only when nothing in them can match).
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
 from .cstwalk import iter_subtree
-from .matchers import tensor_value_read
+from .matchers import tensor_value_read, tensor_value_reads
 from .valuefacts import CUDA_DEVICE
-from .vocab import NOT_TENSOR_CALLS, dotted_parts, literal_value, load_libcst, short_code, string_shapes
+from .vocab import NOT_TENSOR_CALLS, ast_chain, dotted_parts, literal_value, load_libcst, short_code, string_shapes
 
 load_libcst()
 
@@ -57,6 +58,20 @@ _DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"}
 _SIZE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.arange", "torch.range",
                              "torch.linspace", "torch.logspace", "torch.eye", "torch.rand", "torch.randn",
                              "torch.randint", "torch.randperm"})
+# NumPy calls that always return an array (never a NumPy scalar): a device tensor does not combine
+# with one (torch refuses a host array beside a device tensor; NumPy refuses the tensor), so
+# arithmetic or a comparison with one runs on the host (cpu_origin).
+_NUMPY_ARRAYS = frozenset({
+    "numpy.array", "numpy.asarray", "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.arange",
+    "numpy.linspace", "numpy.eye", "numpy.concatenate", "numpy.stack",
+})
+# Methods of pandas (and NumPy) values that a torch tensor does not have: a name one of them was
+# called on since its last assignment holds no tensor (`mask = ~s.isna()` ... `s[mask]`).
+# (Not `astype`: CuPy and JAX arrays, which may live on a GPU, have it too.)
+_HOST_ONLY_METHODS = frozenset({"isna", "notna", "isnull", "notnull", "to_numpy", "fillna", "dropna",
+                                "value_counts", "iterrows"})
+_HOST_ANNOTATIONS = frozenset({"numpy.ndarray", "pandas.DataFrame", "pandas.Series"})
+_JSON_LOADS = frozenset({"json.load", "json.loads"})
 _NUMBER_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.len", "builtins.round", "math.ceil", "math.floor"})
 # Tensor methods whose result lives elsewhere than their receiver.
 _MOVES = frozenset({"cuda", "type_as", "xpu", "mps"})
@@ -96,11 +111,17 @@ class ValueTracker:
         self.complex_arms: dict[int, str] = {}  # id of a node in a complex-only IfExp arm -> the test
         self.busy = False  # following one step only
         self.value_line: dict[int, int] = {}  # id of an assigned value -> the line of its assignment
+        self.classes: list[cst.ClassDef] = []  # the classes the walk is in (class_numpy)
+        # python.py `scan_module`: the file's `ast` tree, whole even when the screen cut regions
+        # from what libcst parsed; "x" -> what the file's classes assign to `self.x` (class_numpy)
+        self.ast_tree: ast.Module | None = None
+        self.class_table: dict[str, list] | None = None
         e, lv = scanner.enter, scanner.leave
         for t in (cst.FunctionDef, cst.ClassDef):
             _chain_table(e, t, self.enter_scope)
             _chain_table(lv, t, self.leave_scope)
         _chain_table(e, cst.Param, self.enter_param)
+        _chain_table(e, cst.Call, self.enter_call)
         _chain_table(e, cst.Lambda, self.enter_scope)
         _chain_table(lv, cst.Lambda, self.leave_scope)
         _chain_table(lv, cst.Assign, self.leave_assign)
@@ -123,9 +144,12 @@ class ValueTracker:
     def enter_scope(self, node: cst.CSTNode, line: int) -> None:
         kind = {cst.ClassDef: "class", cst.Lambda: "lambda"}.get(type(node), "function")
         self.frames.append((kind, {}))
+        if kind == "class":
+            self.classes.append(node)
 
     def leave_scope(self, node: cst.CSTNode, line: int) -> None:
-        self.frames.pop()
+        if self.frames.pop()[0] == "class":
+            self.classes.pop()
 
     def record(self, key: str, value: cst.CSTNode | None) -> None:
         self.frames[-1][1].setdefault(key, []).append(value)
@@ -134,6 +158,17 @@ class ValueTracker:
         # A lambda's defaults are not followed (valuefacts.py reads statements only).
         lam = self.frames[-1][0] == "lambda"
         self.frames[-1][1][node.name.value] = [node.default] if node.default is not None and not lam else [None]
+        ann = node.annotation.annotation if node.annotation is not None else None
+        if type(ann) in (cst.Name, cst.Attribute) and self.s.resolve(ann)[0] in _HOST_ANNOTATIONS:
+            self.frames[-1][1][":annotated " + node.name.value] = [ann]  # `a: np.ndarray` (host_param)
+
+    def enter_call(self, node: cst.Call, line: int) -> None:
+        """`s.isna()`: s holds a pandas or NumPy value from its last assignment on (host_method)."""
+        func = node.func
+        if type(func) is cst.Attribute and func.attr.value in _HOST_ONLY_METHODS:
+            key = key_of(func.value)
+            if key is not None:
+                self.frames[-1][1][":method " + key] = [len(self.lookup(key)), func.attr.value]
 
     def leave_assign(self, node: cst.CSTNode, line: int) -> None:
         targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
@@ -485,11 +520,13 @@ class ValueTracker:
             else:
                 return False
 
-    def on_host(self, node: cst.CSTNode, kind: str) -> str | None:
+    def on_host(self, node: cst.CSTNode, kind: str, matcher: str | None = None) -> str | None:
         """The code that puts a hit's operand on the CPU, or None: what a method is called on
         (`x.nonzero()`), a torch function's first argument (`torch.argsort(x)`), what a boolean mask
         indexes (`x[mask]`). context.py lists a dynamic shape or host read on it as host-side."""
         subject = None
+        if matcher == "tensor_control_flow":
+            return self.read_origin(node)
         if type(node) is cst.Subscript:
             subject = node.value
         elif type(node) is cst.Call and kind == "method" and type(node.func) is cst.Attribute:
@@ -517,6 +554,9 @@ class ValueTracker:
                 # with a device tensor (`torch.tensor(2.0) * x`) computes on the device
                 operands = [expr.left, expr.right] if t is cst.BinaryOperation else \
                     [expr.left, *(c.comparator for c in expr.comparisons)]
+                array = next((o for o in operands if self.numpy_array(o)), None)
+                if array is not None:  # with a NumPy array, a device tensor raises: this runs on the host
+                    return short_code(array)
                 origins = [None if self.python_number(o) else self.cpu_origin(o, follow) for o in operands]
                 if any(o is None and not self.python_number(operands[i]) for i, o in enumerate(origins)):
                     return None
@@ -524,6 +564,11 @@ class ValueTracker:
             elif t is cst.UnaryOperation:
                 expr = expr.expression
             elif t in (cst.Name, cst.Attribute) and key_of(expr) is not None:
+                seen = (self.host_param(expr) or self.host_method(expr)) if follow else None
+                if seen is None and follow and t is cst.Attribute and self.class_numpy(expr):
+                    seen = f"{key_of(expr)} = {self.class_numpy(expr)}(...)"
+                if seen is not None:  # (a value from elsewhere is not judged by this frame's facts)
+                    return seen
                 values = self.lookup(key_of(expr))
                 if not values and t is cst.Attribute:
                     expr = expr.value  # `x.T`, `x.grad`: where x is
@@ -547,6 +592,97 @@ class ValueTracker:
                 expr = verdict
             else:
                 return None
+
+    def class_numpy(self, expr: cst.CSTNode) -> str | None:
+        """For `self.x` in a method that does not assign it: the NumPy call (`numpy.zeros`) when
+        every value a class of the file gives `self.x` (in any method, or a class attribute `x`),
+        is the result of a NumPy call that makes an array; else None. Every class, not only the
+        enclosing one: a subclass may assign it too. Read from the file's `ast` tree (parsed once
+        for the screen and the code facts; no new parse), once per file."""
+        key = key_of(expr)
+        if key is None or not key.startswith("self.") or key.count(".") != 1 or self.lookup(key):
+            return None
+        if not self.classes or len(self.frames) < 2 or self.frames[-2][0] != "class" or self.ast_tree is None:
+            return None
+        if self.class_table is None:
+            self.class_table = {}
+            for node in ast.walk(self.ast_tree):
+                if type(node) is ast.ClassDef:
+                    for attr, values in _class_assignments(node).items():
+                        self.class_table.setdefault(attr, []).extend(values)
+        values = self.class_table.get(key[5:])
+        if not values:
+            return None
+        calls = set()
+        for v in values:
+            parts = ast_chain(v.func) if type(v) is ast.Call else None
+            b = self.s.names.lookup(parts[0]) if parts else None
+            q = b.qualname + "".join("." + p for p in parts[1:]) if b is not None and b.qualname else None
+            if q not in _NUMPY_ARRAYS:
+                return None
+            calls.add(q)
+        return min(calls)
+
+    def host_param(self, expr: cst.CSTNode) -> str | None:
+        """`a` for a parameter annotated `np.ndarray`, `pd.DataFrame` or `pd.Series` that the
+        function has not assigned since."""
+        ann = self._annotated(expr)
+        return f"{expr.value}: {short_code(ann)}" if ann is not None else None
+
+    def _annotated(self, expr: cst.CSTNode) -> cst.CSTNode | None:
+        if type(expr) is not cst.Name:
+            return None
+        frame = self.frames[-1][1]
+        ann = frame.get(":annotated " + expr.value)
+        return ann[0] if ann is not None and len(frame.get(expr.value, ())) == 1 else None
+
+    def host_method(self, expr: cst.CSTNode) -> str | None:
+        """`s` after `s.isna()` (a method no tensor has) with no assignment to s in between."""
+        key = key_of(expr)
+        mark = self.frames[-1][1].get(":method " + key) if key is not None else None
+        if mark is None or mark[0] != len(self.lookup(key)):
+            return None
+        return f"{key}.{mark[1]}()"
+
+    def numpy_array(self, expr: cst.CSTNode, follow: bool = True) -> bool:
+        """A NumPy array, never a NumPy scalar: a call that always makes one (`np.zeros(n)`), a
+        slice of a NumPy value (`v[1:]`), a parameter annotated `np.ndarray`, a name every
+        assignment so far gave one (one step; for `self.x`, class_numpy)."""
+        t = type(expr)
+        if t is cst.Call and type(expr.func) in (cst.Name, cst.Attribute):
+            return self.s.resolve(expr.func)[0] in _NUMPY_ARRAYS
+        if t is cst.Subscript:
+            if not any(type(el.slice) is cst.Slice for el in expr.slice):
+                return False  # `v[i]` may be a NumPy scalar
+            base = expr.value
+            if self.host_value(base, follow=False) or self.numpy_array(base, follow):
+                return True
+            return follow and type(base) in (cst.Name, cst.Attribute) and self._all_bound(
+                base, lambda v: self.host_value(v, follow=False))
+        if t in (cst.Name, cst.Attribute) and follow:
+            ann = self._annotated(expr)
+            if ann is not None and self.s.resolve(ann)[0] == "numpy.ndarray":
+                return True
+            if t is cst.Attribute and self.class_numpy(expr):
+                return True
+            return self._all_bound(expr, lambda v: self.numpy_array(v, follow=False))
+        return False
+
+    def _all_bound(self, expr: cst.CSTNode, ok: Callable[[cst.CSTNode], bool]) -> bool:
+        values = self.lookup(key_of(expr)) if key_of(expr) is not None else []
+        return bool(values) and all(v is not None and ok(v) for v in values)
+
+    def read_origin(self, expr: cst.CSTNode) -> str | None:
+        """For control flow on a value (matchers.py tensor_control_flow): the code that puts every
+        tensor the test reads on the CPU (`(counts < 0).any()` with `counts = torch.tensor([...])`),
+        or None when one of them may be on the device."""
+        origins = []
+        for _, subject in tensor_value_reads(self.s.names, expr, self.host_value):
+            origin = self.cpu_origin(subject) if subject is not None else None
+            if origin is None:
+                return None
+            origins.append(origin)
+        return origins[0] if origins else None
 
     def _call_place(self, call: cst.Call) -> cst.CSTNode | bool | None:
         """Where a call's result lives: True on the CPU, None unknown or the device, else the node
@@ -619,7 +755,19 @@ class ValueTracker:
         `torch.tensor(2.0)` is a scalar that computes on a device tensor's device)."""
         if type(data) in (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp):
             return True
-        return self.host_value(data)
+        return self.host_value(data) or self.json_data(data)
+
+    def json_data(self, data: cst.CSTNode, follow: bool = True) -> bool:
+        """What `json.load`/`json.loads` returns, an element of it (`stats["counts"]`), or a name
+        every assignment so far gave one (one step): Python lists, numbers and strings."""
+        while type(data) is cst.Subscript:
+            data = data.value
+        if type(data) is cst.Call and type(data.func) in (cst.Name, cst.Attribute):
+            return self.s.resolve(data.func)[0] in _JSON_LOADS
+        if type(data) is cst.Name and follow:
+            values = self.lookup(data.value)
+            return bool(values) and all(v is not None and self.json_data(v, follow=False) for v in values)
+        return False
 
     def names_dtype(self, value: cst.CSTNode) -> bool:
         if type(value) not in (cst.Name, cst.Attribute):
@@ -638,3 +786,44 @@ class ValueTracker:
             q = s.resolve(expr.func)[0]
             return q is not None and q.startswith("torch.") and not q.startswith(NOT_TENSOR_CALLS)
         return False
+
+
+def _class_assignments(cls: ast.ClassDef) -> dict[str, list]:
+    """values.py `class_numpy`: "x" -> each value a method of `cls` (or a function nested in one)
+    assigns to `self.x`, and each class-level `x = ...`; None for one it cannot see (an
+    unpacking, `self.x += ...`, `for self.x in ...`). A nested class has its own `self`."""
+    table: dict[str, list] = {}
+    stack: list[tuple[ast.AST, bool]] = [(st, True) for st in cls.body]
+    while stack:
+        node, top = stack.pop()
+        t = type(node)
+        if t is ast.ClassDef:
+            continue
+        if t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
+            value = node.value if t is not ast.AugAssign else None
+            for target in (node.targets if t is ast.Assign else [node.target]):
+                _note_target(target, value, table, top)
+        elif t in (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith) and not top:
+            for target in [node.target] if t in (ast.For, ast.AsyncFor) else \
+                    [i.optional_vars for i in node.items if i.optional_vars is not None]:
+                _note_target(target, None, table, top)
+        elif t is ast.NamedExpr:
+            _note_target(node.target, node.value, table, top)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            top = False
+        stack.extend((child, top) for child in ast.iter_child_nodes(node) if type(child) is not ast.ClassDef)
+    return table
+
+
+def _note_target(target: ast.AST, value: ast.AST | None, table: dict[str, list], top: bool) -> None:
+    if type(target) in (ast.Tuple, ast.List):
+        pairs = type(value) in (ast.Tuple, ast.List) and len(value.elts) == len(target.elts)
+        for i, el in enumerate(target.elts):
+            _note_target(el, value.elts[i] if pairs else None, table, top)
+        return
+    if type(target) is ast.Starred:
+        _note_target(target.value, None, table, top)
+    elif top and type(target) is ast.Name:
+        table.setdefault(target.id, []).append(value)  # a class attribute, read as `self.x`
+    elif not top and type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+        table.setdefault(target.attr, []).append(value)
