@@ -27,7 +27,7 @@ TRAIN = """\
 
 FORMS = {
     # a patch that does nothing without CUDA: the early return sits in a `try`, the rest of the
-    # function (after handlers that only return) runs only on CUDA
+    # function (after handlers that only return) runs only on CUDA, an opt-in import among it
     "return in try": ("""\
         import importlib
         import torch
@@ -43,7 +43,11 @@ FORMS = {
                     return
             except Exception:
                 return
-            torch.cuda.synchronize()
+            try:
+                import vllm
+            except ImportError:
+                return
+            vllm.patch()
         """, [8, 10]),
     # a local set to False first, then from the check in a `try`, False again in its handler
     "false off cuda local": ("""\
