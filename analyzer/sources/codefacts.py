@@ -522,6 +522,7 @@ class _Walk:
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
         self.cuda_locals: frozenset[str] = frozenset()  # locals holding a CUDA check in this function
         self.cuda_aliases: frozenset[str] = frozenset()  # "name()" for a module's import of a CUDA check
+        self.names_cuda = True  # the file's text says "cuda" or "nccl": every CUDA check (`cuda_check`) does
         self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
         self.cuda_attrs: frozenset[str] = frozenset()  # "self.x" holding a CUDA check in the enclosing class
@@ -538,6 +539,7 @@ class _Walk:
         # `from torch.cuda import is_available as cuda_available`: calling the name asks the check
         self.cuda_aliases = frozenset(f"{name}()" for name, ref in self.fx.bindings.items() if ref in _CHECK_CALLS)
         self.cuda_locals = self.cuda_aliases
+        self.names_cuda = self.fx.text is None or "cuda" in self.fx.text or "nccl" in self.fx.text
         self.body(tree.body)
 
     # ------------------------------------------------------------------ statements
@@ -670,7 +672,8 @@ class _Walk:
         self.type_only = _type_only_locals(node, rebound)
         aliases = {a for a in self.cuda_aliases if a[:-2] not in rebound and a[:-2] not in inner}
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, (self.cuda_attrs if self.cls else frozenset()) | aliases)
-        self.cuda_locals |= _false_off_cuda_locals(node, rebound, self.cuda_locals)
+        if self.names_cuda:
+            self.cuda_locals |= _false_off_cuda_locals(node, rebound, self.cuda_locals)
         self.enclosing[id(node)] = self.scopes[-1]
         saved_reads, self.device_reads = self.device_reads, _device_reads(node, self.cuda_locals, rebound,
                                                                           lambda: self.chosen_names(node))
@@ -2186,6 +2189,8 @@ def _false_off_cuda_locals(node: ast.FunctionDef, assigned: dict[str, int], know
     (`cuda_ok = False`, then in a `try`: `cuda_ok = torch.cuda.is_available()`, in its handler
     `cuda_ok, cc = False, None`): off CUDA the local is never true, so testing it tests the device.
     Any other binding (a loop target, `with ... as`, `:=`, `+=`) makes the local a plain one."""
+    if all(k < 2 for k in assigned.values()):
+        return frozenset()  # no name bound twice (most functions): asked before any walk
     values: dict[str, list[ast.AST]] = {}
     for st in _statements(node.body):
         t = type(st)
