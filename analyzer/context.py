@@ -2251,7 +2251,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         label_finding(f, info_by.get(f.path), graph, defaults, ctx)
         if f.path in ctx.core and f.category == "gpu-library" and f.context == "step" and not f.scope and not f.fallback:
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
-    cuda_only(findings, info_by, housekeeping, ctx)
+    blocked: list = []  # CUDA-only branches a finding that is not housekeeping keeps a concern
+    cuda_only(findings, info_by, housekeeping, ctx, blocked)
     first_party_headers(findings, set(info_by))
     build_scripts(findings, info_by)
     chosen_cuda_builds(findings, info_by)
@@ -2265,6 +2266,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     from .default_choice import default_choices  # it reads this module's defaults and regions
 
     default_choices(findings, info_by, defaults)
+    cuda_only_after_gates(blocked, housekeeping)
     return ctx
 
 
@@ -2380,7 +2382,8 @@ def _module_root(symbol: str) -> str:
     return symbol.lstrip(".").split(".", 1)[0].replace("-", "_").lower()
 
 
-def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ctx: Context | None = None) -> None:
+def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ctx: Context | None = None,
+              blocked: list | None = None) -> None:
     """Device housekeeping (synchronize, memory statistics, TF32 and cuDNN flags, CUDA graphs) in a
     branch that runs only on a CUDA device (`if x.is_cuda:`, `if torch.cuda.is_available():`, the rest
     of a function after `if device.type != "cuda": return`), or in a function the step reaches only
@@ -2424,7 +2427,9 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         # `device_tests`): its device plumbing re-expresses that device; on Trainium nothing is chosen
         reads = isinstance(where, int) and _reads_device_region(code, where)
         plumbing = {id(f) for f in fs if reads and f.rule not in housekeeping and f.category in DEVICE_PLUMBING}
-        if optional or all(f.rule in housekeeping for f in fs):
+        # a finding already opt-in behind its own gate (`import vllm` under a guard) is off the default
+        # path: it keeps nothing in the branch a concern
+        if optional or all(f.rule in housekeeping or f.context == "opt-in" for f in fs):
             beside, plumbing = False, set()
         elif beside:
             plumbing = {id(f) for f in fs if f.fallback and id(f) in plumbing}  # beside moves the others itself
@@ -2435,26 +2440,44 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
             if not fs:
                 continue
         else:
+            if blocked is not None:
+                blocked.append((code, where, fs))
             continue
-        if isinstance(where, int):
-            gate = f"only on a CUDA device (`{code['regions'][where][5]}`)"
-        else:
-            rel, scope = split_node(where)
-            gate = f"only on a CUDA device (`{scope or rel}` is reached only through CUDA-only branches)"
-        probe = optional and ("cuda_probe" in _def_markers(code, fs[0].scope) or fs[0].scope in code.get("probe_via", {}))
-        for f in fs:
-            if f.context == "step":
-                f.context, f.gate = "opt-in", gate
-                f.details["feature"] = "cuda"
-                f.details["context_reason"] = (
-                    "the rest of a CUDA probe function: off CUDA it answers False, which its callers act on"
-                    if probe else
-                    "a CUDA-only branch nothing after it needs (a warm-up, a compile, a refinement): skipped on Trainium"
-                    if optional else "the CUDA path of a device check with a PyTorch path beside it: skipped on Trainium"
-                    if beside and id(f) not in plumbing else
-                    "the test reads a device that already exists (chosen elsewhere) and this only re-expresses it "
-                    "for CUDA: on Trainium that device is a Neuron one, the branch is not taken and nothing is chosen"
-                    if id(f) in plumbing else "CUDA-only housekeeping behind a device check: skipped on Trainium")
+        _mark_cuda_only(fs, code, where, optional, beside, plumbing)
+
+
+def cuda_only_after_gates(blocked: list, housekeeping: set[str]) -> None:
+    """The CUDA-only branches `cuda_only` left a concern for a finding that is not housekeeping,
+    once the later passes have put that finding behind a gate of its own (an import of an optional
+    GPU library: `optional_dependencies`): nothing the default path needs is left in the branch, so
+    its housekeeping is skipped on Trainium like any other."""
+    for code, where, fs in blocked:
+        if any(f.context == "step" for f in fs) and all(f.rule in housekeeping or f.context == "opt-in" for f in fs):
+            _mark_cuda_only(fs, code, where, False, False, set())
+
+
+def _mark_cuda_only(fs: list[Finding], code: dict, where, optional: bool, beside: bool, plumbing: set[int]) -> None:
+    """Make the must-port findings of a CUDA-only branch (`where`: a region, else a function node)
+    opt-in behind that branch, with the reason `cuda_only` found for it."""
+    if isinstance(where, int):
+        gate = f"only on a CUDA device (`{code['regions'][where][5]}`)"
+    else:
+        rel, scope = split_node(where)
+        gate = f"only on a CUDA device (`{scope or rel}` is reached only through CUDA-only branches)"
+    probe = optional and ("cuda_probe" in _def_markers(code, fs[0].scope) or fs[0].scope in code.get("probe_via", {}))
+    for f in fs:
+        if f.context == "step":
+            f.context, f.gate = "opt-in", gate
+            f.details["feature"] = "cuda"
+            f.details["context_reason"] = (
+                "the rest of a CUDA probe function: off CUDA it answers False, which its callers act on"
+                if probe else
+                "a CUDA-only branch nothing after it needs (a warm-up, a compile, a refinement): skipped on Trainium"
+                if optional else "the CUDA path of a device check with a PyTorch path beside it: skipped on Trainium"
+                if beside and id(f) not in plumbing else
+                "the test reads a device that already exists (chosen elsewhere) and this only re-expresses it "
+                "for CUDA: on Trainium that device is a Neuron one, the branch is not taken and nothing is chosen"
+                if id(f) in plumbing else "CUDA-only housekeeping behind a device check: skipped on Trainium")
 
 
 def cuda_arm(code: dict, line: int, column: int) -> int | None:

@@ -544,6 +544,8 @@ class _Walk:
         self.in_test = False  # reading an `if` statement's test (its regions come after it)
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
         self.cuda_locals: frozenset[str] = frozenset()  # locals holding a CUDA check in this function
+        self.cuda_aliases: frozenset[str] = frozenset()  # "name()" for a module's import of a CUDA check
+        self.names_cuda = True  # the file's text says "cuda" or "nccl": every CUDA check (`cuda_check`) does
         self.options = 0  # `if` statements around this one whose test reads an option (`if self.tpu:`)
         self.nested: list[tuple[str, set[str]]] = []  # enclosing functions and the defs inside them
         self.cuda_attrs: frozenset[str] = frozenset()  # "self.x" holding a CUDA check in the enclosing class
@@ -557,6 +559,10 @@ class _Walk:
 
     def run(self, tree: ast.Module) -> None:
         self.scopes.append(tree)
+        # `from torch.cuda import is_available as cuda_available`: calling the name asks the check
+        self.cuda_aliases = frozenset(f"{name}()" for name, ref in self.fx.bindings.items() if ref in _CHECK_CALLS)
+        self.cuda_locals = self.cuda_aliases
+        self.names_cuda = self.fx.text is None or "cuda" in self.fx.text or "nccl" in self.fx.text
         self.body(tree.body)
 
     # ------------------------------------------------------------------ statements
@@ -633,6 +639,8 @@ class _Walk:
                         elif isinstance(s, ast.stmt):
                             self.stmt(s)
             self.region = parent
+            if is_try:
+                self.caught_query(st)
             self.in_try -= is_try
             if t.__name__ == "Match":
                 self.match_(st)
@@ -685,7 +693,10 @@ class _Walk:
         fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
         self.type_only = _type_only_locals(node, rebound)
-        self.cuda_locals = _cuda_locals(node.body, rebound, node.args, self.cuda_attrs if self.cls else frozenset())
+        aliases = {a for a in self.cuda_aliases if a[:-2] not in rebound and a[:-2] not in inner}
+        self.cuda_locals = _cuda_locals(node.body, rebound, node.args, (self.cuda_attrs if self.cls else frozenset()) | aliases)
+        if self.names_cuda:
+            self.cuda_locals |= _false_off_cuda_locals(node, rebound, self.cuda_locals)
         self.enclosing[id(node)] = self.scopes[-1]
         saved_reads, self.device_reads = self.device_reads, _device_reads(node, self.cuda_locals, rebound,
                                                                           lambda: self.chosen_names(node))
@@ -788,21 +799,20 @@ class _Walk:
         for i, st in enumerate(stmts):
             before = len(fx.regions)
             self.stmt(st)
-            if (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return
-                    and len(fx.regions) > before and cuda_check(st.test) == "else"):
-                ret = fx.regions[before]
-                ret[0] = st.body[0].lineno  # the return branch starts after the test ...
-                fx.regions.append([st.lineno, end, ["cuda"], "body", self.region,
-                                   f"if {_text(st.test)}: return", False, True, [ret[0], ret[1]]])  # ... and is not CUDA-only
-                self.region = len(fx.regions) - 1
-                if self.device_test(st.test, st.body):  # `if device.type != "cuda": return`
-                    fx.device_tests.append(self.region)
-                if probe:
-                    fx.cuda_optional.append(self.region)  # `if not torch.cuda.is_available(): return False`
-                elif _computes(st.body):  # `if not x.is_cuda: return f(x)`: the return branch is a host path
-                    fx.host_paths.append([self.region, before])
-                elif _refines(stmts[i + 1:], self.scopes[-1], st.lineno, end):
-                    fx.cuda_optional.append(self.region)  # a bare return, and the rest only refines
+            if _cuda_return(st) and len(fx.regions) > before:
+                self.cuda_return(st, before, stmts[i + 1:], end, probe)
+            elif (type(st) is ast.Try or type(st).__name__ == "TryStar") and (early := self.try_return(st, before)):
+                # `try: ... if not torch.cuda.is_available(): return ...`: the rest of the `try` runs only on
+                # CUDA, and so does the rest of the function when every handler only returns or raises
+                k, ret = early
+                exits = all(len(h.body) == 1 and type(h.body[0]) in (ast.Return, ast.Raise) for h in st.handlers)
+                whole = exits and not st.orelse and not st.finalbody
+                rest = st.body[k + 1:] + (list(stmts[i + 1:]) if whole else [])
+                stop = end if whole else max(getattr(x, "end_lineno", x.lineno) for x in st.body)
+                outer = self.region
+                self.cuda_return(st.body[k], ret, rest, stop, probe)
+                if not whole:
+                    self.region = outer
             elif (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return and len(fx.regions) > before
                     and fx.regions[before][0] == st.lineno and _option_only(fx.regions[before][2])):
                 # `if not self.use_aux: return x`: the rest of the function runs only when the test is false
@@ -823,6 +833,56 @@ class _Walk:
                 fx.probe_tests.append([self.region, ref])
                 if probe == ref:
                     fx.cuda_optional.append(self.region)
+
+    def caught_query(self, st: ast.Try) -> None:
+        """`try: cc = torch.cuda.get_device_capability() ... except (RuntimeError, AssertionError):
+        return False`: a CUDA query that raises without CUDA (`_RAISES_OFF_CUDA`), made by a top-level
+        statement of the `try` body, with handlers that catch what a missing CUDA raises and do not give
+        up. Off CUDA that statement raises and the handler answers instead, so it and the rest of the
+        body run only on CUDA: a CUDA-only region (the probe is its own guard)."""
+        if not st.handlers or not all(_catches_missing_cuda(h) and not _gives_up(h.body) for h in st.handlers):
+            return
+        for k, x in enumerate(st.body):
+            if type(x) in (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr) and x.value is not None \
+                    and _queries_cuda(x.value):
+                end = max(getattr(y, "end_lineno", y.lineno) for y in st.body)
+                self.fx.regions.append([x.lineno, end, ["cuda"], "body", self.region,
+                                        f"{_text(x.value)} raises without CUDA (caught)", False, True])
+                return
+            if type(x) not in (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.Expr):
+                return  # a branch or a loop first: the query may not be reached
+
+    def cuda_return(self, st: ast.If, ret_index: int, rest: list[ast.stmt], end: int, probe: bool | str) -> None:
+        """`if not torch.cuda.is_available(): return ...` (`_cuda_return`, its regions from `ret_index`
+        on): the test and everything after it up to `end` (`rest`) is a CUDA-only region, the return
+        branch a hole in it; the regions of the statements after it nest in it."""
+        fx = self.fx
+        ret = fx.regions[ret_index]
+        ret[0] = st.body[0].lineno  # the return branch starts after the test ...
+        fx.regions.append([st.lineno, end, ["cuda"], "body", self.region,
+                           f"if {_text(st.test)}: return", False, True, [ret[0], ret[1]]])  # ... and is not CUDA-only
+        self.region = len(fx.regions) - 1
+        if self.device_test(st.test, st.body):  # `if device.type != "cuda": return`
+            fx.device_tests.append(self.region)
+        if probe:
+            fx.cuda_optional.append(self.region)  # `if not torch.cuda.is_available(): return False`
+        elif _computes(st.body):  # `if not x.is_cuda: return f(x)`: the return branch is a host path
+            fx.host_paths.append([self.region, ret_index])
+        elif _refines(rest, self.scopes[-1], st.lineno, end):
+            fx.cuda_optional.append(self.region)  # a bare return, and the rest only refines
+
+    def try_return(self, st: ast.Try, before: int) -> tuple[int, int] | None:
+        """(position in the `try` body, index of its return branch's region) of the first `if not
+        torch.cuda.is_available(): return ...` among the top-level statements of a `try` (its regions
+        are among those added since `before`), else None."""
+        for k, x in enumerate(st.body):
+            if _cuda_return(x):
+                for j in range(before, len(self.fx.regions)):
+                    region = self.fx.regions[j]
+                    if region[0] == x.lineno and region[3] == "body" and region[4] == self.region:
+                        return k, j
+                return None
+        return None
 
     def markers(self, node: ast.FunctionDef, kind: str) -> list[str]:
         out = []
@@ -1709,6 +1769,47 @@ def _blocks(st: ast.stmt):
         yield case.body
 
 
+# The CUDA checks a call asks (`cuda_check`), by their qualified names (an import may rename them).
+_CHECK_CALLS = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
+# CUDA queries that raise without a CUDA device (the lazy CUDA init fails: AssertionError on a CPU
+# build of torch, RuntimeError on a CUDA build without a driver); `is_available()` and `device_count()`
+# answer False and 0 instead.
+_RAISES_OFF_CUDA = frozenset({"get_device_capability", "get_device_name", "get_device_properties", "current_device"})
+# Exceptions whose handler catches both: bare `except:`, `Exception`, `BaseException`, or a tuple with both.
+_MISSING_CUDA = frozenset({"RuntimeError", "AssertionError"})
+
+
+def _catches_missing_cuda(h: ast.ExceptHandler) -> bool:
+    if h.type is None:
+        return True
+    names = {(_chain(e) or [""])[-1] for e in (h.type.elts if type(h.type) is ast.Tuple else [h.type])}
+    return bool(names & {"Exception", "BaseException"}) or _MISSING_CUDA <= names
+
+
+def _queries_cuda(value: ast.AST) -> bool:
+    """A value that calls a CUDA query raising off CUDA (`_RAISES_OFF_CUDA`) unconditionally: not
+    inside a conditional expression, a boolean operator's later operands, a lambda or a comprehension."""
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t in (ast.Lambda, ast.IfExp, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+            continue
+        if t is ast.BoolOp:
+            stack.append(n.values[0])
+            continue
+        if t is ast.Call and (_chain(n.func) or [])[-2:-1] == ["cuda"] and _chain(n.func)[-1] in _RAISES_OFF_CUDA:
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _cuda_return(st: ast.stmt) -> bool:
+    """`if not torch.cuda.is_available(): return ...` (no else): the rest after it runs only on CUDA."""
+    return (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return
+            and cuda_check(st.test) == "else")
+
+
 def _gives_up(stmts: list[ast.stmt]) -> bool:
     for st in stmts:
         if type(st) in (ast.Raise, ast.Assert):
@@ -2105,6 +2206,43 @@ def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int], args: ast.argu
             name = st.targets[0].id
             if assigned.get(name) == 1 and _cuda_value(st.value, out):
                 out.add(name)
+    return frozenset(out)
+
+
+def _false_off_cuda_locals(node: ast.FunctionDef, assigned: dict[str, int], known: Collection[str]) -> frozenset[str]:
+    """Locals every binding of which, anywhere in the function (a `try` or a branch too, not a nested
+    definition), is a CUDA check (`_cuda_value`) or a False, None or 0 literal, one at least a check
+    (`cuda_ok = False`, then in a `try`: `cuda_ok = torch.cuda.is_available()`, in its handler
+    `cuda_ok, cc = False, None`): off CUDA the local is never true, so testing it tests the device.
+    Any other binding (a loop target, `with ... as`, `:=`, `+=`) makes the local a plain one."""
+    if all(k < 2 for k in assigned.values()):
+        return frozenset()  # no name bound twice (most functions): asked before any walk
+    values: dict[str, list[ast.AST]] = {}
+    for st in _statements(node.body):
+        t = type(st)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) or t is not ast.Assign:
+            continue
+        for tg in st.targets:
+            if type(tg) is ast.Name:
+                values.setdefault(tg.id, []).append(st.value)
+            elif type(tg) in (ast.Tuple, ast.List):
+                elts = st.value.elts if type(st.value) in (ast.Tuple, ast.List) and len(st.value.elts) == len(tg.elts) else None
+                for i, e in enumerate(tg.elts):
+                    if type(e) is ast.Name:
+                        values.setdefault(e.id, []).append(elts[i] if elts is not None else st.value)
+    out = set()
+    for name, vs in values.items():
+        if len(vs) < 2 or assigned.get(name) != len(vs) or name in known:
+            continue
+        checks = [v for v in vs if _cuda_value(v, known)]
+        if checks and all(v in checks or _literal(v) in (False, None, 0) for v in vs):
+            out.add(name)
+    if out:  # a binding `_statement_names` does not count (`with ... as x`, `(x := ...)`) leaves it plain
+        for n in ast.walk(node):
+            if type(n) is ast.NamedExpr and type(n.target) is ast.Name:
+                out.discard(n.target.id)
+            elif type(n) is ast.withitem and n.optional_vars is not None:
+                out.difference_update(x.id for x in ast.walk(n.optional_vars) if type(x) is ast.Name)
     return frozenset(out)
 
 
@@ -2552,7 +2690,11 @@ def cuda_check(test: ast.AST, cuda_locals: Collection[str] = ()) -> str | None:
         parts = _chain(test.func) or []
         if type(test.func) is ast.Attribute and test.func.attr == "startswith" and len(test.args) == 1:
             return "body" if _names_cuda(test.args[0]) else None
-        return "body" if parts[-2:] == ["cuda", "is_available"] else None
+        # `torch.cuda.is_initialized()` is True only once CUDA was set up on a CUDA device; a name bound to
+        # either by a module's import is in `cuda_locals` with its call (`"cuda_available()"`)
+        if len(parts) == 1 and f"{parts[0]}()" in cuda_locals and not test.args:
+            return "body"
+        return "body" if parts[-2:] in (["cuda", "is_available"], ["cuda", "is_initialized"]) else None
     if t is ast.Compare and len(test.ops) == 1:
         op, left, right = type(test.ops[0]), test.left, test.comparators[0]
         if op in (ast.Eq, ast.NotEq) and (_names_cuda(right) or _names_cuda(left) or _names_nccl(right) or _names_nccl(left)):

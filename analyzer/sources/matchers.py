@@ -426,7 +426,7 @@ def _names_a_device(test: ast.AST) -> bool:
 # The libcst expressions whose ast form cuda_check can answer "body" or "else" for (ast Name,
 # Attribute, UnaryOp, BoolOp, Call, Compare); for any other kind it answers None.
 _TEST_KINDS = (cst.Name, cst.Attribute, cst.UnaryOperation, cst.BooleanOperation, cst.Call, cst.Comparison)
-_TEST_CALLS = frozenset({"any", "all", "startswith", "is_available"})  # the only callees cuda_check reads
+_TEST_CALLS = frozenset({"any", "all", "startswith", "is_available", "is_initialized"})  # the only callees cuda_check reads
 
 
 def _cannot_test(expr, cuda_locals) -> bool:
