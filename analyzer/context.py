@@ -2162,6 +2162,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
                           set(info_by))
     runs_only_on(findings)
     on_host_values(findings)
+    dtype_keys(findings)
     chosen_by_option(findings, defaults)
     unused_defaults(findings, defaults)
     from .default_choice import default_choices  # it reads this module's defaults and regions
@@ -2474,6 +2475,19 @@ def on_host_values(findings: list[Finding]) -> None:
             f.details["context_reason"] = f"operates on a value on the CPU (`{where}`), not on the device"
 
 
+def dtype_keys(findings: list[Finding]) -> None:
+    """A dtype that is the key of a table lookup or store (python.py `dtype_key`:
+    `dtype2bytes[torch.float16] = 2`, `sizes[torch.half]`) names the dtype to find an entry; it
+    computes nothing in that dtype and picks nothing: off the path, whatever the table holds."""
+    for f in findings:
+        key = f.details.get("dtype_key")
+        if key and f.context in ("step", "host", "opt-in", "evaluation"):
+            f.context, f.gate = "off-path", None
+            f.details.pop("feature", None)
+            f.details["context_reason"] = f"the dtype is the key of a table entry (`{key}`): it names the dtype, " \
+                                          "computes nothing in it and picks nothing"
+
+
 def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
     """A precision a named option picks (python.py `chosen_by`: `if precision == "fp16":` beside a
     bfloat16 branch, `{"float16": torch.float16, ...}[args.dtype]`) is must-port when the option's
@@ -2482,12 +2496,21 @@ def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
         name, when = f.details.get("chosen_by"), f.details.get("chosen_when") or []
         if not name or f.context != "step":
             continue
-        default = defaults.option(name)
-        if default is not UNKNOWN and str(default) in when:
+        default = defaults.option(name.removesuffix("()"))
+        if when[:1] == ["!"]:  # the else of string tests: any other string picks it (None is unset)
+            if isinstance(default, str) and default not in when[1:]:
+                continue
+            shown = "none of " + ", ".join(f"'{w}'" for w in when[1:])
+        elif when == ["True"]:  # a flag named for FP16 (`if self.fp16_enabled():`)
+            if default is True:
+                continue
+            shown = "true"
+        elif default is not UNKNOWN and str(default) in when:
             continue
-        shown = " or ".join(f"'{w}'" for w in when)
+        else:
+            shown = " or ".join(f"'{w}'" for w in when)
         f.context, f.gate = "opt-in", f"only when {name} is {shown} ({name} defaults to {_show(default)})"
-        f.details["feature"] = name
+        f.details["feature"] = name.removesuffix("()")
         f.details["context_reason"] = f"a precision the user picks with {name}; another choice is bfloat16"
 
 

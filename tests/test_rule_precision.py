@@ -250,3 +250,72 @@ def test_host_reads_at_construction_or_of_numpy_and_pandas_values_are_not_report
     result = scan_text(code)
     assert [(f.line, f.rule) for f in result.findings if f.rule in ("NR1506", "NR1502")] == [
         (13, "NR1506"), (31, "NR1502")]
+
+
+def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the_users_choice(tmp_path):
+    """A dtype that indexes a table (`dtype2bytes[torch.float16] = 2`) names it and computes nothing
+    in it; the float16 branch of a flag named for FP16 (`if self.fp16_enabled():`) or the else of a
+    string test (`if amp_type == "bfloat16": ... else:`) beside a bfloat16 branch is the user's choice,
+    must-port only when a readable default picks it."""
+    report = report_of(tmp_path, {"train.py": '''
+        import argparse
+        import torch
+
+        dtype2bytes = {}
+        dtype2bytes[torch.float16] = 2
+        p = argparse.ArgumentParser()
+        p.add_argument("--amp_type", default="float16")
+        p.add_argument("--use_fp16", action="store_true")
+        args = p.parse_args()
+
+        def data_types(engine):
+            model_dtype = torch.float32
+            if engine.fp16_enabled():
+                model_dtype = torch.float16
+            elif engine.bfloat16_enabled():
+                model_dtype = torch.bfloat16
+            return model_dtype
+
+        def get_amp_type(amp_type=None):
+            if amp_type == "bfloat16":
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        def get_comms_type(comms_type=None):
+            if comms_type == "bfloat16":
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        def cast(model, use_fp16):
+            if use_fp16:
+                return model.half()
+            elif is_fp16_supported():
+                return model.half()
+            else:
+                return model.to(torch.bfloat16)
+
+        def probe(model):
+            if torch.cuda.is_bf16_supported():
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        def fallback(mode, ok):
+            if mode == "bf16" and ok:
+                return torch.bfloat16
+            else:
+                return torch.float16
+    '''})
+    fp16 = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1205"}
+    assert fp16 == {
+        6: ("off-path", None),  # a key of a size table
+        15: ("opt-in", "only when fp16_enabled() is true (fp16_enabled() defaults to unknown)"),
+        24: ("step", None),  # the default 'float16' is none of the tested values: it takes the else
+        30: ("opt-in", "only when comms_type is none of 'bfloat16' (comms_type defaults to unknown)"),
+        34: ("opt-in", "only when use_fp16 is true (use_fp16 defaults to False)"),
+        36: ("step", None),  # a capability probe is no choice
+        44: ("step", None),  # the else of a capability probe: what a device without BF16 runs
+        50: ("step", None),  # the else of a test of more than one name: no option to read
+    }

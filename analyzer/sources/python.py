@@ -247,6 +247,8 @@ class PythonScanner(Walker):
         only_on = self.only_on(rule, clause, node, symbol)
         if only_on is not None:
             details = {**(details or {}), "only_on": only_on[1], "only_on_feature": only_on[0]}
+        if rule.category == "precision" and (key := self.values.dtype_key(node)) is not None:
+            details = {**(details or {}), "dtype_key": key}  # context.py `dtype_keys`
         chosen = self.values.chosen_by(node) if rule.category == "precision" else None
         if chosen is not None:
             details = {**(details or {}), "chosen_by": chosen[0], "chosen_when": chosen[1]}
