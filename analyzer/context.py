@@ -2163,6 +2163,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     runs_only_on(findings)
     on_host_values(findings)
     dtype_keys(findings)
+    autocast_off(findings)
     chosen_by_option(findings, defaults)
     unused_defaults(findings, defaults)
     from .default_choice import default_choices  # it reads this module's defaults and regions
@@ -2486,6 +2487,24 @@ def dtype_keys(findings: list[Finding]) -> None:
             f.details.pop("feature", None)
             f.details["context_reason"] = f"the dtype is the key of a table entry (`{key}`): it names the dtype, " \
                                           "computes nothing in it and picks nothing"
+
+
+def autocast_off(findings: list[Finding]) -> None:
+    """An autocast region that switches autocast off (python.py `autocast_off`:
+    `@autocast("cuda", enabled=False)`, `with torch.cuda.amp.autocast(enabled=False):`) keeps its
+    region out of CUDA autocast; on a Neuron device there is no CUDA autocast to leave, so it does
+    nothing and nothing fails. Its edit (the device-type word) matters only when the user turns on
+    autocast on the Neuron device, which must then also be kept out of the region: opt-in behind
+    that, costed there. An autocast that turns autocast on stays must-port."""
+    for f in findings:
+        code = f.details.get("autocast_off")
+        if code and f.context == "step":
+            f.context, f.gate = "opt-in", "only when autocast is turned on for the Neuron device (the region only " \
+                                          "switches CUDA autocast off)"
+            f.details["feature"] = "neuron-autocast"
+            f.details["context_reason"] = (f"`{code}` only switches CUDA autocast off around its region: on a "
+                                           "Neuron device it does nothing and nothing fails; the device-type word "
+                                           "is needed only when the user turns on Neuron autocast")
 
 
 def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:

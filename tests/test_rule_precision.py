@@ -319,3 +319,35 @@ def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the
         44: ("step", None),  # the else of a capability probe: what a device without BF16 runs
         50: ("step", None),  # the else of a test of more than one name: no option to read
     }
+
+
+def test_an_autocast_that_switches_autocast_off_is_opt_in_behind_neuron_autocast(tmp_path):
+    """`autocast("cuda", enabled=False)` only leaves CUDA autocast around its region: nothing to do on
+    a Neuron device unless the user turns on Neuron autocast; one that turns autocast on stays."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+        from torch.amp import autocast
+
+        @autocast("cuda", enabled=False)
+        def rotate(x):
+            return x.float()
+
+        def step(model, x, use_amp):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                y = model(x)
+            with torch.amp.autocast("cuda", enabled=use_amp):
+                y = model(y)
+            with torch.cuda.amp.autocast(enabled=False):
+                z = rotate(y)
+            return z
+    '''})
+    found = {(f.rule, f.line): (f.context, f.gate) for f in report.findings + report.off_path
+             if f.rule in ("NR1201", "NR1202")}
+    off = ("opt-in", "only when autocast is turned on for the Neuron device (the region only switches CUDA "
+           "autocast off)")
+    assert found == {
+        ("NR1202", 5): off,
+        ("NR1202", 10): ("step", None),
+        ("NR1202", 12): ("step", None),
+        ("NR1201", 14): off,
+    }

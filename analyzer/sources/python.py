@@ -249,6 +249,8 @@ class PythonScanner(Walker):
             details = {**(details or {}), "only_on": only_on[1], "only_on_feature": only_on[0]}
         if rule.category == "precision" and (key := self.values.dtype_key(node)) is not None:
             details = {**(details or {}), "dtype_key": key}  # context.py `dtype_keys`
+        if rule.category == "precision" and clause.kind == "call" and (off := self.values.autocast_off(node, symbol)):
+            details = {**(details or {}), "autocast_off": off}  # context.py `autocast_off`
         chosen = self.values.chosen_by(node) if rule.category == "precision" else None
         if chosen is not None:
             details = {**(details or {}), "chosen_by": chosen[0], "chosen_when": chosen[1]}

@@ -373,6 +373,15 @@ class ValueTracker:
                 return name, values
         return None
 
+    def autocast_off(self, node: cst.CSTNode, symbol: str) -> str | None:
+        """`autocast("cuda", enabled=False)` (a call, a `with` item or a decorator): a region that
+        switches autocast off, or None for anything else."""
+        if type(node) is not cst.Call or symbol.rsplit(".", 1)[-1] != "autocast":
+            return None
+        off = any(a.keyword is not None and a.keyword.value == "enabled" and literal_value(a.value) is False
+                  for a in node.args)
+        return short_code(node) if off else None
+
     def dtype_key(self, node: cst.CSTNode) -> str | None:
         """The subscript a dtype is the key of (`dtype2bytes[torch.float16]`), or None."""
         return self.dtype_keys.get(id(node))
