@@ -2163,8 +2163,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     runs_only_on(findings)
     on_host_values(findings)
     dtype_keys(findings)
-    autocast_off(findings)
     chosen_by_option(findings, defaults)
+    autocast_off(findings)  # after chosen_by_option: an option's gate stays the one shown
     unused_defaults(findings, defaults)
     from .default_choice import default_choices  # it reads this module's defaults and regions
 
@@ -2495,10 +2495,20 @@ def autocast_off(findings: list[Finding]) -> None:
     region out of CUDA autocast; on a Neuron device there is no CUDA autocast to leave, so it does
     nothing and nothing fails. Its edit (the device-type word) matters only when the user turns on
     autocast on the Neuron device, which must then also be kept out of the region: opt-in behind
-    that, costed there. An autocast that turns autocast on stays must-port."""
+    that, costed there. An autocast that turns autocast on stays must-port. One whose device type is
+    the run's own device unless a test holds (python.py `autocast_follows`: `device_type = "cuda" if
+    <test> else state.device.type`) autocasts on the Neuron device: opt-in behind that test."""
     for f in findings:
         code = f.details.get("autocast_off")
-        if code and f.context == "step":
+        follows = f.details.get("autocast_follows")
+        if follows and f.context == "step":
+            # `device_type = "cuda" if <test> else state.device.type`: the run's own device otherwise
+            test, read = follows
+            f.context, f.gate = "opt-in", f"only when `{test}` holds (otherwise it autocasts on `{read}`, the run's device)"
+            f.details["feature"] = "condition"
+            f.details["context_reason"] = (f"the device type is `{read}`, the device the run already uses, unless "
+                                           f"`{test}`: on a Neuron device it autocasts on that device")
+        elif code and f.context == "step":
             f.context, f.gate = "opt-in", "only when autocast is turned on for the Neuron device (the region only " \
                                           "switches CUDA autocast off)"
             f.details["feature"] = "neuron-autocast"

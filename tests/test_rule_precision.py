@@ -351,3 +351,27 @@ def test_an_autocast_that_switches_autocast_off_is_opt_in_behind_neuron_autocast
         ("NR1202", 12): ("step", None),
         ("NR1201", 14): off,
     }
+
+
+def test_an_autocast_on_the_runs_own_device_type_unless_a_test_holds_is_opt_in(tmp_path):
+    """`device_type = "cuda" if <test> else state.device.type`: the autocast follows the device the
+    run already uses, a Neuron one on Trainium; a choice between "cuda" and "cpu" stays."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+
+        def context(state, on_gpu_xla, model, x):
+            device_type = "cuda" if on_gpu_xla else state.device.type
+            with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+                y = model(x)
+            with torch.autocast("cuda" if on_gpu_xla else x.device.type):
+                y = model(y)
+            kind = "cuda" if torch.cuda.is_available() else "cpu"
+            with torch.autocast(kind, dtype=torch.bfloat16):
+                return model(y)
+    '''})
+    found = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1202"}
+    assert found == {
+        6: ("opt-in", "only when `on_gpu_xla` holds (otherwise it autocasts on `state.device.type`, the run's device)"),
+        8: ("opt-in", "only when `on_gpu_xla` holds (otherwise it autocasts on `x.device.type`, the run's device)"),
+        11: ("step", None),
+    }

@@ -79,6 +79,12 @@ def _chain_table(table: dict, t: type, fn: Callable) -> None:
         table[t] = both
 
 
+def _reads_device_type(node: cst.CSTNode) -> bool:
+    """`state.device.type`, `x.device.type`, `device.type`: the type of a device that already exists."""
+    parts = dotted_parts(node)
+    return bool(parts) and len(parts) >= 2 and parts[-1] == "type" and "device" in parts[-2].lower()
+
+
 def key_of(node: cst.CSTNode) -> str | None:
     """`x` -> "x", `args.dist_backend` -> "args.dist_backend"; None for anything else."""
     parts = dotted_parts(node)
@@ -381,6 +387,29 @@ class ValueTracker:
         off = any(a.keyword is not None and a.keyword.value == "enabled" and literal_value(a.value) is False
                   for a in node.args)
         return short_code(node) if off else None
+
+    def autocast_follows(self, node: cst.CSTNode, symbol: str) -> tuple[str, str] | None:
+        """(test, read) for an autocast whose device type is `"cuda" if <test> else x.device.type`
+        (or the reverse), written there or given to the name it passes (one step): it autocasts on the
+        run's own device unless the test holds; None for anything else."""
+        if type(node) is not cst.Call or symbol.rsplit(".", 1)[-1] != "autocast":
+            return None
+        arg = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "device_type"), None)
+        if arg is None and node.args and node.args[0].keyword is None and not node.args[0].star:
+            arg = node.args[0].value
+        values = [arg] if type(arg) is cst.IfExp else self.travelled(arg) if arg is not None else []
+        found = None
+        for v in values:
+            if type(v) is not cst.IfExp:
+                return None
+            for cuda, other in ((v.body, v.orelse), (v.orelse, v.body)):
+                shapes = string_shapes(cuda)
+                if shapes and all(CUDA_DEVICE.fullmatch(x) for x in shapes) and _reads_device_type(other):
+                    found = found or (short_code(v.test), short_code(other))
+                    break
+            else:
+                return None
+        return found
 
     def dtype_key(self, node: cst.CSTNode) -> str | None:
         """The subscript a dtype is the key of (`dtype2bytes[torch.float16]`), or None."""
