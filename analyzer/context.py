@@ -2154,6 +2154,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         if f.path in ctx.core and f.category == "gpu-library" and f.context == "step" and not f.scope and not f.fallback:
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
     cuda_only(findings, info_by, housekeeping, ctx)
+    cuda_autocast_reads(findings, info_by)
     first_party_headers(findings, set(info_by))
     build_scripts(findings, info_by)
     chosen_cuda_builds(findings, info_by)
@@ -2359,6 +2360,35 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
                     "the test reads a device that already exists (chosen elsewhere) and this only re-expresses it "
                     "for CUDA: on Trainium that device is a Neuron one, the branch is not taken and nothing is chosen"
                     if id(f) in plumbing else "CUDA-only housekeeping behind a device check: skipped on Trainium")
+
+
+# Reads of the CUDA autocast state: what a CUDA tensor is autocast to, whether CUDA autocast is on.
+CUDA_AUTOCAST_READS = frozenset({"torch.get_autocast_gpu_dtype", "torch.is_autocast_cuda_enabled"})
+
+
+def cuda_autocast_reads(findings: list[Finding], info_by: dict) -> None:
+    """A read of the CUDA autocast state in a branch whose test reads a device or tensor that already
+    exists (`if tensor.device.type == "cuda": dtype = torch.get_autocast_gpu_dtype()`, codefacts
+    `device_tests`) is right for the CUDA tensors that take the branch; a Neuron tensor never takes it
+    and nothing fails. The port adds the Neuron case only when the user turns on autocast on the
+    Neuron device: opt-in behind that, like an autocast that switches autocast off. A read outside
+    such a test, and precision that chooses (`.half()`, an autocast that turns autocast on), keep
+    cuda_only's rules."""
+    for f in findings:
+        if f.context != "step" or f.symbol not in CUDA_AUTOCAST_READS or f.path not in info_by:
+            continue
+        code = info_by[f.path].facts.get("code") or {}
+        r = cuda_arm(code, f.line, f.column)
+        if r is None:
+            r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
+        if r is None or not _reads_device_region(code, r):
+            continue
+        f.context, f.gate = "opt-in", "only when autocast is turned on for the Neuron device (a read of the CUDA " \
+                                      f"autocast state for CUDA tensors, `{code['regions'][r][5]}`)"
+        f.details["feature"] = "neuron-autocast"
+        f.details["context_reason"] = ("reads the CUDA autocast state only for a device or tensor that already "
+                                       "exists and is CUDA: a Neuron tensor never takes the branch and nothing "
+                                       "fails; the Neuron case is needed only when the user turns on Neuron autocast")
 
 
 def cuda_arm(code: dict, line: int, column: int) -> int | None:

@@ -375,3 +375,32 @@ def test_an_autocast_on_the_runs_own_device_type_unless_a_test_holds_is_opt_in(t
         8: ("opt-in", "only when `on_gpu_xla` holds (otherwise it autocasts on `x.device.type`, the run's device)"),
         11: ("step", None),
     }
+
+
+def test_a_cuda_autocast_read_behind_a_test_of_an_existing_tensor_is_opt_in_behind_neuron_autocast(tmp_path):
+    """`if tensor.device.type == "cuda": torch.get_autocast_gpu_dtype()`: right for CUDA tensors, never
+    taken by a Neuron one; the same read outside such a test stays."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+
+        def cast_if_autocast_enabled(tensor):
+            if torch.is_autocast_enabled():
+                if tensor.device.type == "cuda":
+                    dtype = torch.get_autocast_gpu_dtype()
+                elif tensor.device.type == "cpu":
+                    dtype = torch.get_autocast_cpu_dtype()
+                else:
+                    raise NotImplementedError()
+                return tensor.to(dtype=dtype)
+            return tensor
+
+        def step(model, x):
+            dtype = torch.get_autocast_gpu_dtype()
+            return model(cast_if_autocast_enabled(x)).to(dtype)
+    '''})
+    found = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1201"}
+    assert found == {
+        7: ("opt-in", "only when autocast is turned on for the Neuron device (a read of the CUDA autocast state "
+            "for CUDA tensors, `tensor.device.type == 'cuda'`)"),
+        16: ("step", None),
+    }
