@@ -2509,14 +2509,20 @@ def on_host_values(findings: list[Finding]) -> None:
 def dtype_keys(findings: list[Finding]) -> None:
     """A dtype that is the key of a table lookup or store (python.py `dtype_key`:
     `dtype2bytes[torch.float16] = 2`, `sizes[torch.half]`) names the dtype to find an entry; it
-    computes nothing in that dtype and picks nothing: off the path, whatever the table holds."""
+    computes nothing in that dtype and picks nothing: off the path, whatever the table holds. So is a
+    precision hit in a method that overrides an `nn.Module` dtype cast and returns the base class's
+    own (python.py `module_override`: `def double(self): ...; return super().double()`): it picks
+    nothing on its own; a call of `.double()` on the module is the choice, flagged where it is made."""
     for f in findings:
-        key = f.details.get("dtype_key")
-        if key and f.context in ("step", "host", "opt-in", "evaluation"):
+        key, cast = f.details.get("dtype_key"), f.details.get("module_override")
+        if (key or cast) and f.context in ("step", "host", "opt-in", "evaluation"):
             f.context, f.gate = "off-path", None
             f.details.pop("feature", None)
-            f.details["context_reason"] = f"the dtype is the key of a table entry (`{key}`): it names the dtype, " \
-                                          "computes nothing in it and picks nothing"
+            f.details["context_reason"] = (
+                f"the dtype is the key of a table entry (`{key}`): it names the dtype, computes nothing in it and "
+                "picks nothing" if key else
+                f"an override of `torch.nn.Module.{cast}` that forwards to it: it runs only where something calls "
+                f"`.{cast}()` on the module, and that call is judged where it is made")
 
 
 def autocast_off(findings: list[Finding]) -> None:

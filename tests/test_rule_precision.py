@@ -404,3 +404,25 @@ def test_a_cuda_autocast_read_behind_a_test_of_an_existing_tensor_is_opt_in_behi
             "for CUDA tensors, `tensor.device.type == 'cuda'`)"),
         16: ("step", None),
     }
+
+
+def test_an_override_of_a_module_cast_that_forwards_to_it_picks_nothing(tmp_path):
+    """`def double(self): ...; return super().double()` in an nn.Module mixin runs only where something
+    calls `.double()` on the module; that call is the choice and keeps its finding."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+
+        class Mixin(torch.nn.Module):
+            def double(self):
+                self._dtype = torch.double
+                return super().double()
+
+            def half(self):
+                return self.to(torch.float16)
+
+        model = Mixin()
+        model.double()
+    '''})
+    found = {(f.rule, f.line): f.context for f in report.findings + report.off_path if f.rule in ("NR1205", "NR1207")}
+    assert found == {("NR1207", 6): "off-path", ("NR1207", 7): "off-path", ("NR1205", 10): "step",
+                     ("NR1207", 13): "step"}

@@ -253,6 +253,8 @@ class PythonScanner(Walker):
             details = {**(details or {}), "autocast_off": off}  # context.py `autocast_off`
         if rule.category == "precision" and clause.kind == "call" and (to := self.values.autocast_follows(node, symbol)):
             details = {**(details or {}), "autocast_follows": list(to)}  # context.py `autocast_off`
+        if rule.category == "precision" and (cast := self.values.module_override()) is not None:
+            details = {**(details or {}), "module_override": cast}  # context.py `dtype_keys`
         chosen = self.values.chosen_by(node) if rule.category == "precision" else None
         if chosen is not None:
             details = {**(details or {}), "chosen_by": chosen[0], "chosen_when": chosen[1]}

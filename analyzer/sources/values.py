@@ -85,6 +85,26 @@ def _reads_device_type(node: cst.CSTNode) -> bool:
     return bool(parts) and len(parts) >= 2 and parts[-1] == "type" and "device" in parts[-2].lower()
 
 
+# The dtype casts of `torch.nn.Module`: a subclass's override that forwards to them picks nothing itself.
+_MODULE_CASTS = frozenset({"half", "double", "float", "bfloat16"})
+
+
+def _module_cast_override(node: cst.CSTNode) -> str | None:
+    """`def half(self): ...; return super().half()`: a method named for an `nn.Module` dtype cast
+    that ends by returning the base class's own; None for anything else."""
+    if type(node) is not cst.FunctionDef or node.name.value not in _MODULE_CASTS or type(node.body) is not cst.IndentedBlock:
+        return None
+    last = node.body.body[-1] if node.body.body else None
+    if type(last) is not cst.SimpleStatementLine or type(last.body[0]) is not cst.Return:
+        return None
+    call = last.body[0].value
+    if type(call) is not cst.Call or type(call.func) is not cst.Attribute or call.func.attr.value != node.name.value:
+        return None
+    sup = call.func.value
+    ok = type(sup) is cst.Call and type(sup.func) is cst.Name and sup.func.value == "super"
+    return node.name.value if ok else None
+
+
 def key_of(node: cst.CSTNode) -> str | None:
     """`x` -> "x", `args.dist_backend` -> "args.dist_backend"; None for anything else."""
     parts = dotted_parts(node)
@@ -95,6 +115,7 @@ class ValueTracker:
     def __init__(self, scanner: "PythonScanner") -> None:
         self.s = scanner
         self.frames: list[tuple[str, dict[str, list]]] = [("module", {})]
+        self.overrides: list[str | None] = [None]  # per frame, `_module_cast_override` of its function
         self.annotation = 0  # inside a type annotation: nothing there runs
         self.tables: set[int] = set()  # dtype nodes that are entries of a dtype conversion table
         self.elements: set[int] = set()  # names that are elements of a dict, list, tuple or set literal
@@ -132,10 +153,18 @@ class ValueTracker:
 
     def enter_scope(self, node: cst.CSTNode, line: int) -> None:
         kind = {cst.ClassDef: "class", cst.Lambda: "lambda"}.get(type(node), "function")
+        self.overrides.append(_module_cast_override(node) if kind == "function" and self.frames[-1][0] == "class"
+                              else None if kind != "lambda" else self.overrides[-1])
         self.frames.append((kind, {}))
 
     def leave_scope(self, node: cst.CSTNode, line: int) -> None:
         self.frames.pop()
+        self.overrides.pop()
+
+    def module_override(self) -> str | None:
+        """The `nn.Module` cast a method the walk is in overrides and forwards to (`def double(self):
+        ... return super().double()`), or None."""
+        return self.overrides[-1]
 
     def record(self, key: str, value: cst.CSTNode | None) -> None:
         self.frames[-1][1].setdefault(key, []).append(value)
