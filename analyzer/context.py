@@ -2562,8 +2562,8 @@ def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
         if not name or f.context != "step":
             continue
         default = defaults.option(name.removesuffix("()"))
-        if when[:1] == ["!"]:  # the else of string tests: any other string picks it (None is unset)
-            if isinstance(default, str) and default not in when[1:]:
+        if when[:1] == ["!"]:  # the else of string tests: any other known default picks it, None too
+            if default is not UNKNOWN and str(default) not in when[1:]:
                 continue
             shown = "none of " + ", ".join(f"'{w}'" for w in when[1:])
         elif when == ["True"]:  # a flag named for FP16 (`if self.fp16_enabled():`)

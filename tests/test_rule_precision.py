@@ -307,6 +307,14 @@ def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the
                 return torch.bfloat16
             else:
                 return torch.float16
+
+        def comm_type(comm=None):
+            if comm == "bfloat16":
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        p.add_argument("--comm", default=None)
     '''})
     fp16 = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1205"}
     assert fp16 == {
@@ -318,6 +326,7 @@ def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the
         36: ("step", None),  # a capability probe is no choice
         44: ("step", None),  # the else of a capability probe: what a device without BF16 runs
         50: ("step", None),  # the else of a test of more than one name: no option to read
+        56: ("step", None),  # a None default is none of the tested values: it takes the else
     }
 
 
