@@ -262,7 +262,7 @@ def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the
         import torch
 
         dtype2bytes = {}
-        dtype2bytes[torch.float16] = 2
+        dtype2bytes[torch.float16] = 2; sizes = {torch.float16: 4}
         p = argparse.ArgumentParser()
         p.add_argument("--amp_type", default="float16")
         p.add_argument("--use_fp16", action="store_true")
@@ -315,6 +315,7 @@ def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the
                 return torch.float16
 
         p.add_argument("--comm", default=None)
+        buf = torch.empty(sizes[torch.float16], dtype=torch.float16)
     '''})
     fp16 = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1205"}
     assert fp16 == {
@@ -327,6 +328,7 @@ def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the
         44: ("step", None),  # the else of a capability probe: what a device without BF16 runs
         50: ("step", None),  # the else of a test of more than one name: no option to read
         56: ("step", None),  # a None default is none of the tested values: it takes the else
+        59: ("step", None),  # a real FP16 buffer beside a key on the same line keeps the line's finding
     }
 
 

@@ -725,6 +725,9 @@ class PythonScanner(Walker):
         for hit in self.deferred:
             if any(r in roots for r in hit.clause.requires):
                 self.hits.append(hit)
+        # a dtype that only keys a table (`buf[torch.float16]`) yields its line's finding to a real use
+        # beside it (`torch.empty(buf[torch.float16], dtype=torch.float16)`): one finding per rule and line
+        self.hits.sort(key=lambda h: "dtype_key" in h.details)
 
 
 
