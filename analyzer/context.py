@@ -2253,6 +2253,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
             f.details["core_import"] = True  # effort.py: a library the package cannot import without
     blocked: list = []  # CUDA-only branches a finding that is not housekeeping keeps a concern
     cuda_only(findings, info_by, housekeeping, ctx, blocked)
+    cuda_autocast_reads(findings, info_by)
     first_party_headers(findings, set(info_by))
     build_scripts(findings, info_by)
     chosen_cuda_builds(findings, info_by)
@@ -2261,7 +2262,9 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
                           set(info_by))
     runs_only_on(findings)
     on_host_values(findings)
+    dtype_keys(findings)
     chosen_by_option(findings, defaults)
+    autocast_off(findings)  # after chosen_by_option: an option's gate stays the one shown
     unused_defaults(findings, defaults)
     from .default_choice import default_choices  # it reads this module's defaults and regions
 
@@ -2480,6 +2483,35 @@ def _mark_cuda_only(fs: list[Finding], code: dict, where, optional: bool, beside
                 if id(f) in plumbing else "CUDA-only housekeeping behind a device check: skipped on Trainium")
 
 
+# Reads of the CUDA autocast state: what a CUDA tensor is autocast to, whether CUDA autocast is on.
+CUDA_AUTOCAST_READS = frozenset({"torch.get_autocast_gpu_dtype", "torch.is_autocast_cuda_enabled"})
+
+
+def cuda_autocast_reads(findings: list[Finding], info_by: dict) -> None:
+    """A read of the CUDA autocast state in a branch whose test reads a device or tensor that already
+    exists (`if tensor.device.type == "cuda": dtype = torch.get_autocast_gpu_dtype()`, codefacts
+    `device_tests`) is right for the CUDA tensors that take the branch; a Neuron tensor never takes it
+    and nothing fails. The port adds the Neuron case only when the user turns on autocast on the
+    Neuron device: opt-in behind that, like an autocast that switches autocast off. A read outside
+    such a test, and precision that chooses (`.half()`, an autocast that turns autocast on), keep
+    cuda_only's rules."""
+    for f in findings:
+        if f.context != "step" or f.symbol not in CUDA_AUTOCAST_READS or f.path not in info_by:
+            continue
+        code = info_by[f.path].facts.get("code") or {}
+        r = cuda_arm(code, f.line, f.column)
+        if r is None:
+            r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
+        if r is None or not _reads_device_region(code, r):
+            continue
+        f.context, f.gate = "opt-in", "only when autocast is turned on for the Neuron device (a read of the CUDA " \
+                                      f"autocast state for CUDA tensors, `{code['regions'][r][5]}`)"
+        f.details["feature"] = "neuron-autocast"
+        f.details["context_reason"] = ("reads the CUDA autocast state only for a device or tensor that already "
+                                       "exists and is CUDA: a Neuron tensor never takes the branch and nothing "
+                                       "fails; the Neuron case is needed only when the user turns on Neuron autocast")
+
+
 def cuda_arm(code: dict, line: int, column: int) -> int | None:
     """The innermost CUDA-only arm of a conditional expression (`torch.cuda.get_rng_state_all() if
     torch.cuda.is_available() else []`, codefacts `device_arms`) whose span holds (line, column): a
@@ -2595,6 +2627,53 @@ def on_host_values(findings: list[Finding]) -> None:
             f.details["context_reason"] = f"operates on a value on the CPU (`{where}`), not on the device"
 
 
+def dtype_keys(findings: list[Finding]) -> None:
+    """A dtype that is the key of a table lookup or store (python.py `dtype_key`:
+    `dtype2bytes[torch.float16] = 2`, `sizes[torch.half]`) names the dtype to find an entry; it
+    computes nothing in that dtype and picks nothing: off the path, whatever the table holds. So is a
+    precision hit in a method that overrides an `nn.Module` dtype cast and returns the base class's
+    own (python.py `module_override`: `def double(self): ...; return super().double()`): it picks
+    nothing on its own; a call of `.double()` on the module is the choice, flagged where it is made."""
+    for f in findings:
+        key, cast = f.details.get("dtype_key"), f.details.get("module_override")
+        if (key or cast) and f.context in ("step", "host", "opt-in", "evaluation"):
+            f.context, f.gate = "off-path", None
+            f.details.pop("feature", None)
+            f.details["context_reason"] = (
+                f"the dtype is the key of a table entry (`{key}`): it names the dtype, computes nothing in it and "
+                "picks nothing" if key else
+                f"an override of `torch.nn.Module.{cast}` that forwards to it: it runs only where something calls "
+                f"`.{cast}()` on the module, and that call is judged where it is made")
+
+
+def autocast_off(findings: list[Finding]) -> None:
+    """An autocast region that switches autocast off (python.py `autocast_off`:
+    `@autocast("cuda", enabled=False)`, `with torch.cuda.amp.autocast(enabled=False):`) keeps its
+    region out of CUDA autocast; on a Neuron device there is no CUDA autocast to leave, so it does
+    nothing and nothing fails. Its edit (the device-type word) matters only when the user turns on
+    autocast on the Neuron device, which must then also be kept out of the region: opt-in behind
+    that, costed there. An autocast that turns autocast on stays must-port. One whose device type is
+    the run's own device unless a test holds (python.py `autocast_follows`: `device_type = "cuda" if
+    <test> else state.device.type`) autocasts on the Neuron device: opt-in behind that test."""
+    for f in findings:
+        code = f.details.get("autocast_off")
+        follows = f.details.get("autocast_follows")
+        if follows and f.context == "step":
+            # `device_type = "cuda" if <test> else state.device.type`: the run's own device otherwise
+            test, read = follows
+            f.context, f.gate = "opt-in", f"only when `{test}` holds (otherwise it autocasts on `{read}`, the run's device)"
+            f.details["feature"] = "condition"
+            f.details["context_reason"] = (f"the device type is `{read}`, the device the run already uses, unless "
+                                           f"`{test}`: on a Neuron device it autocasts on that device")
+        elif code and f.context == "step":
+            f.context, f.gate = "opt-in", "only when autocast is turned on for the Neuron device (the region only " \
+                                          "switches CUDA autocast off)"
+            f.details["feature"] = "neuron-autocast"
+            f.details["context_reason"] = (f"`{code}` only switches CUDA autocast off around its region: on a "
+                                           "Neuron device it does nothing and nothing fails; the device-type word "
+                                           "is needed only when the user turns on Neuron autocast")
+
+
 def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
     """A precision a named option picks (python.py `chosen_by`: `if precision == "fp16":` beside a
     bfloat16 branch, `{"float16": torch.float16, ...}[args.dtype]`) is must-port when the option's
@@ -2603,12 +2682,21 @@ def chosen_by_option(findings: list[Finding], defaults: Defaults) -> None:
         name, when = f.details.get("chosen_by"), f.details.get("chosen_when") or []
         if not name or f.context != "step":
             continue
-        default = defaults.option(name)
-        if default is not UNKNOWN and str(default) in when:
+        default = defaults.option(name.removesuffix("()"))
+        if when[:1] == ["!"]:  # the else of string tests: any other known default picks it, None too
+            if default is not UNKNOWN and str(default) not in when[1:]:
+                continue
+            shown = "none of " + ", ".join(f"'{w}'" for w in when[1:])
+        elif when == ["True"]:  # a flag named for FP16 (`if self.fp16_enabled():`)
+            if default is True:
+                continue
+            shown = "true"
+        elif default is not UNKNOWN and str(default) in when:
             continue
-        shown = " or ".join(f"'{w}'" for w in when)
+        else:
+            shown = " or ".join(f"'{w}'" for w in when)
         f.context, f.gate = "opt-in", f"only when {name} is {shown} ({name} defaults to {_show(default)})"
-        f.details["feature"] = name
+        f.details["feature"] = name.removesuffix("()")
         f.details["context_reason"] = f"a precision the user picks with {name}; another choice is bfloat16"
 
 

@@ -250,3 +250,190 @@ def test_host_reads_at_construction_or_of_numpy_and_pandas_values_are_not_report
     result = scan_text(code)
     assert [(f.line, f.rule) for f in result.findings if f.rule in ("NR1506", "NR1502")] == [
         (13, "NR1506"), (31, "NR1502")]
+
+
+def test_a_dtype_key_picks_nothing_and_flag_or_else_branches_beside_bf16_are_the_users_choice(tmp_path):
+    """A dtype that indexes a table (`dtype2bytes[torch.float16] = 2`) names it and computes nothing
+    in it; the float16 branch of a flag named for FP16 (`if self.fp16_enabled():`) or the else of a
+    string test (`if amp_type == "bfloat16": ... else:`) beside a bfloat16 branch is the user's choice,
+    must-port only when a readable default picks it."""
+    report = report_of(tmp_path, {"train.py": '''
+        import argparse
+        import torch
+
+        dtype2bytes = {}
+        dtype2bytes[torch.float16] = 2; sizes = {torch.float16: 4}
+        p = argparse.ArgumentParser()
+        p.add_argument("--amp_type", default="float16")
+        p.add_argument("--use_fp16", action="store_true")
+        args = p.parse_args()
+
+        def data_types(engine):
+            model_dtype = torch.float32
+            if engine.fp16_enabled():
+                model_dtype = torch.float16
+            elif engine.bfloat16_enabled():
+                model_dtype = torch.bfloat16
+            return model_dtype
+
+        def get_amp_type(amp_type=None):
+            if amp_type == "bfloat16":
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        def get_comms_type(comms_type=None):
+            if comms_type == "bfloat16":
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        def cast(model, use_fp16):
+            if use_fp16:
+                return model.half()
+            elif is_fp16_supported():
+                return model.half()
+            else:
+                return model.to(torch.bfloat16)
+
+        def probe(model):
+            if torch.cuda.is_bf16_supported():
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        def fallback(mode, ok):
+            if mode == "bf16" and ok:
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        def comm_type(comm=None):
+            if comm == "bfloat16":
+                return torch.bfloat16
+            else:
+                return torch.float16
+
+        p.add_argument("--comm", default=None)
+        buf = torch.empty(sizes[torch.float16], dtype=torch.float16)
+    '''})
+    fp16 = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1205"}
+    assert fp16 == {
+        6: ("off-path", None),  # a key of a size table
+        15: ("opt-in", "only when fp16_enabled() is true (fp16_enabled() defaults to unknown)"),
+        24: ("step", None),  # the default 'float16' is none of the tested values: it takes the else
+        30: ("opt-in", "only when comms_type is none of 'bfloat16' (comms_type defaults to unknown)"),
+        34: ("opt-in", "only when use_fp16 is true (use_fp16 defaults to False)"),
+        36: ("step", None),  # a capability probe is no choice
+        44: ("step", None),  # the else of a capability probe: what a device without BF16 runs
+        50: ("step", None),  # the else of a test of more than one name: no option to read
+        56: ("step", None),  # a None default is none of the tested values: it takes the else
+        59: ("step", None),  # a real FP16 buffer beside a key on the same line keeps the line's finding
+    }
+
+
+def test_an_autocast_that_switches_autocast_off_is_opt_in_behind_neuron_autocast(tmp_path):
+    """`autocast("cuda", enabled=False)` only leaves CUDA autocast around its region: nothing to do on
+    a Neuron device unless the user turns on Neuron autocast; one that turns autocast on stays."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+        from torch.amp import autocast
+
+        @autocast("cuda", enabled=False)
+        def rotate(x):
+            return x.float()
+
+        def step(model, x, use_amp):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                y = model(x)
+            with torch.amp.autocast("cuda", enabled=use_amp):
+                y = model(y)
+            with torch.cuda.amp.autocast(enabled=False):
+                z = rotate(y)
+            return z
+    '''})
+    found = {(f.rule, f.line): (f.context, f.gate) for f in report.findings + report.off_path
+             if f.rule in ("NR1201", "NR1202")}
+    off = ("opt-in", "only when autocast is turned on for the Neuron device (the region only switches CUDA "
+           "autocast off)")
+    assert found == {
+        ("NR1202", 5): off,
+        ("NR1202", 10): ("step", None),
+        ("NR1202", 12): ("step", None),
+        ("NR1201", 14): off,
+    }
+
+
+def test_an_autocast_on_the_runs_own_device_type_unless_a_test_holds_is_opt_in(tmp_path):
+    """`device_type = "cuda" if <test> else state.device.type`: the autocast follows the device the
+    run already uses, a Neuron one on Trainium; a choice between "cuda" and "cpu" stays."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+
+        def context(state, on_gpu_xla, model, x):
+            device_type = "cuda" if on_gpu_xla else state.device.type
+            with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+                y = model(x)
+            with torch.autocast("cuda" if on_gpu_xla else x.device.type):
+                y = model(y)
+            kind = "cuda" if torch.cuda.is_available() else "cpu"
+            with torch.autocast(kind, dtype=torch.bfloat16):
+                return model(y)
+    '''})
+    found = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1202"}
+    assert found == {
+        6: ("opt-in", "only when `on_gpu_xla` holds (otherwise it autocasts on `state.device.type`, the run's device)"),
+        8: ("opt-in", "only when `on_gpu_xla` holds (otherwise it autocasts on `x.device.type`, the run's device)"),
+        11: ("step", None),
+    }
+
+
+def test_a_cuda_autocast_read_behind_a_test_of_an_existing_tensor_is_opt_in_behind_neuron_autocast(tmp_path):
+    """`if tensor.device.type == "cuda": torch.get_autocast_gpu_dtype()`: right for CUDA tensors, never
+    taken by a Neuron one; the same read outside such a test stays."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+
+        def cast_if_autocast_enabled(tensor):
+            if torch.is_autocast_enabled():
+                if tensor.device.type == "cuda":
+                    dtype = torch.get_autocast_gpu_dtype()
+                elif tensor.device.type == "cpu":
+                    dtype = torch.get_autocast_cpu_dtype()
+                else:
+                    raise NotImplementedError()
+                return tensor.to(dtype=dtype)
+            return tensor
+
+        def step(model, x):
+            dtype = torch.get_autocast_gpu_dtype()
+            return model(cast_if_autocast_enabled(x)).to(dtype)
+    '''})
+    found = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.rule == "NR1201"}
+    assert found == {
+        7: ("opt-in", "only when autocast is turned on for the Neuron device (a read of the CUDA autocast state "
+            "for CUDA tensors, `tensor.device.type == 'cuda'`)"),
+        16: ("step", None),
+    }
+
+
+def test_an_override_of_a_module_cast_that_forwards_to_it_picks_nothing(tmp_path):
+    """`def double(self): ...; return super().double()` in an nn.Module mixin runs only where something
+    calls `.double()` on the module; that call is the choice and keeps its finding."""
+    report = report_of(tmp_path, {"train.py": '''
+        import torch
+
+        class Mixin(torch.nn.Module):
+            def double(self):
+                self._dtype = torch.double
+                return super().double()
+
+            def half(self):
+                return self.to(torch.float16)
+
+        model = Mixin()
+        model.double()
+    '''})
+    found = {(f.rule, f.line): f.context for f in report.findings + report.off_path if f.rule in ("NR1205", "NR1207")}
+    assert found == {("NR1207", 6): "off-path", ("NR1207", 7): "off-path", ("NR1205", 10): "step",
+                     ("NR1207", 13): "step"}

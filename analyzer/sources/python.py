@@ -248,6 +248,14 @@ class PythonScanner(Walker):
         only_on = self.only_on(rule, clause, node, symbol)
         if only_on is not None:
             details = {**(details or {}), "only_on": only_on[1], "only_on_feature": only_on[0]}
+        if rule.category == "precision" and (key := self.values.dtype_key(node)) is not None:
+            details = {**(details or {}), "dtype_key": key}  # context.py `dtype_keys`
+        if rule.category == "precision" and clause.kind == "call" and (off := self.values.autocast_off(node, symbol)):
+            details = {**(details or {}), "autocast_off": off}  # context.py `autocast_off`
+        if rule.category == "precision" and clause.kind == "call" and (to := self.values.autocast_follows(node, symbol)):
+            details = {**(details or {}), "autocast_follows": list(to)}  # context.py `autocast_off`
+        if rule.category == "precision" and (cast := self.values.module_override()) is not None:
+            details = {**(details or {}), "module_override": cast}  # context.py `dtype_keys`
         chosen = self.values.chosen_by(node) if rule.category == "precision" else None
         if chosen is not None:
             details = {**(details or {}), "chosen_by": chosen[0], "chosen_when": chosen[1]}
@@ -718,6 +726,9 @@ class PythonScanner(Walker):
         for hit in self.deferred:
             if any(r in roots for r in hit.clause.requires):
                 self.hits.append(hit)
+        # a dtype that only keys a table (`buf[torch.float16]`) yields its line's finding to a real use
+        # beside it (`torch.empty(buf[torch.float16], dtype=torch.float16)`): one finding per rule and line
+        self.hits.sort(key=lambda h: "dtype_key" in h.details)
 
 
 

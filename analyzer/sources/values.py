@@ -76,6 +76,9 @@ _NUMBER_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.len", "bu
 # Tensor methods whose result lives elsewhere than their receiver.
 _MOVES = frozenset({"cuda", "type_as", "xpu", "mps"})
 OPTION, COMPLEX = "option", "complex"  # branches some runs take (ValueTracker.enter_if)
+# A flag named for FP16 (`fp16_enabled`, `use_fp16`, `half`), not a probe of what the device supports.
+_FP16_FLAG = re.compile(r"(?i)(^|_)(fp16|float16|half)(_|$)")
+_PROBE_WORD = re.compile(r"(?i)support|availab|capab")
 _KEY_NAME = re.compile(r"(?i)(_key|_name|_type|_id|_kind|_str|keys?|names?)$")
 
 
@@ -91,6 +94,32 @@ def _chain_table(table: dict, t: type, fn: Callable) -> None:
         table[t] = both
 
 
+def _reads_device_type(node: cst.CSTNode) -> bool:
+    """`state.device.type`, `x.device.type`, `device.type`: the type of a device that already exists."""
+    parts = dotted_parts(node)
+    return bool(parts) and len(parts) >= 2 and parts[-1] == "type" and "device" in parts[-2].lower()
+
+
+# The dtype casts of `torch.nn.Module`: a subclass's override that forwards to them picks nothing itself.
+_MODULE_CASTS = frozenset({"half", "double", "float", "bfloat16"})
+
+
+def _module_cast_override(node: cst.CSTNode) -> str | None:
+    """`def half(self): ...; return super().half()`: a method named for an `nn.Module` dtype cast
+    that ends by returning the base class's own; None for anything else."""
+    if type(node) is not cst.FunctionDef or node.name.value not in _MODULE_CASTS or type(node.body) is not cst.IndentedBlock:
+        return None
+    last = node.body.body[-1] if node.body.body else None
+    if type(last) is not cst.SimpleStatementLine or type(last.body[0]) is not cst.Return:
+        return None
+    call = last.body[0].value
+    if type(call) is not cst.Call or type(call.func) is not cst.Attribute or call.func.attr.value != node.name.value:
+        return None
+    sup = call.func.value
+    ok = type(sup) is cst.Call and type(sup.func) is cst.Name and sup.func.value == "super"
+    return node.name.value if ok else None
+
+
 def key_of(node: cst.CSTNode) -> str | None:
     """`x` -> "x", `args.dist_backend` -> "args.dist_backend"; None for anything else."""
     parts = dotted_parts(node)
@@ -101,10 +130,12 @@ class ValueTracker:
     def __init__(self, scanner: "PythonScanner") -> None:
         self.s = scanner
         self.frames: list[tuple[str, dict[str, list]]] = [("module", {})]
+        self.overrides: list[str | None] = [None]  # per frame, `_module_cast_override` of its function
         self.annotation = 0  # inside a type annotation: nothing there runs
         self.tables: set[int] = set()  # dtype nodes that are entries of a dtype conversion table
         self.elements: set[int] = set()  # names that are elements of a dict, list, tuple or set literal
         self.keyed: dict[int, tuple[str, list[str]]] = {}  # a table entry looked up at once: (option, [its key])
+        self.dtype_keys: dict[int, str] = {}  # dtype nodes that index a subscript (`sizes[torch.float16] = 2`)
         self.branches: dict[int, tuple[str, str]] = {}  # id of a block -> (OPTION or COMPLEX, its test) (enter_if)
         self.chained: set[int] = set()  # elifs, judged with the `if` that starts their chain
         self.open: list[tuple[str, str]] = []  # the branches the walk is in
@@ -143,6 +174,8 @@ class ValueTracker:
 
     def enter_scope(self, node: cst.CSTNode, line: int) -> None:
         kind = {cst.ClassDef: "class", cst.Lambda: "lambda"}.get(type(node), "function")
+        self.overrides.append(_module_cast_override(node) if kind == "function" and self.frames[-1][0] == "class"
+                              else None if kind != "lambda" else self.overrides[-1])
         self.frames.append((kind, {}))
         if kind == "class":
             self.classes.append(node)
@@ -150,6 +183,12 @@ class ValueTracker:
     def leave_scope(self, node: cst.CSTNode, line: int) -> None:
         if self.frames.pop()[0] == "class":
             self.classes.pop()
+        self.overrides.pop()
+
+    def module_override(self) -> str | None:
+        """The `nn.Module` cast a method the walk is in overrides and forwards to (`def double(self):
+        ... return super().double()`), or None."""
+        return self.overrides[-1]
 
     def record(self, key: str, value: cst.CSTNode | None) -> None:
         self.frames[-1][1].setdefault(key, []).append(value)
@@ -269,7 +308,12 @@ class ValueTracker:
                     self.tables.update(id(n) for n in iter_subtree(side))
 
     def enter_subscript(self, node: cst.Subscript, line: int) -> None:
-        """`{"float16": torch.float16, ...}[args.dtype]`: each entry is chosen by the option `dtype`."""
+        """`{"float16": torch.float16, ...}[args.dtype]`: each entry is chosen by the option `dtype`.
+        `dtype2bytes[torch.float16] = 2`: a dtype that indexes a subscript is a key of a table."""
+        for el in node.slice:
+            if type(el.slice) is cst.Index and type(el.slice.value) in (cst.Name, cst.Attribute) \
+                    and self.dtype_like(el.slice.value):
+                self.dtype_keys.update((id(n), short_code(node)) for n in iter_subtree(el.slice.value))
         if type(node.value) is not cst.Dict or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
             return
         parts = dotted_parts(node.slice[0].slice.value)
@@ -309,11 +353,17 @@ class ValueTracker:
                 chain.append((None, orelse.body))
             at = orelse
         options = [i for i, (t, _b) in enumerate(chain) if t is not None and self.compares_strings(t)]
-        if options:
+        flags = [i for i, (t, _b) in enumerate(chain) if t is not None and i not in options and self.flag_of(t)]
+        if options or flags:
             bf16 = [self.picks_bf16(b) for _t, b in chain]
-            for i in options:
+            for i in options + flags:
                 if any(bf16[:i] + bf16[i + 1:]):
-                    self.branches[id(chain[i][1])] = (OPTION, self.option_of(chain[i][0]))
+                    text = self.option_of(chain[i][0]) if i in options else self.flag_of(chain[i][0])
+                    self.branches[id(chain[i][1])] = (OPTION, text)
+            last = chain[-1]
+            if last[0] is None and len(options) == len(chain) - 1 and not bf16[-1] and any(bf16[:-1]) \
+                    and (text := self.else_of([t for t, _b in chain[:-1]])):
+                self.branches[id(last[1])] = (OPTION, text)
 
     def enter_ifexp(self, node: cst.IfExp, line: int) -> None:
         """`view_as_real(x) if torch.is_complex(x) else x`: the first arm runs for complex tensors only."""
@@ -359,6 +409,27 @@ class ValueTracker:
                 return ""
         return "\t".join([name, *values]) if name and all(isinstance(v, str) for v in values) else ""
 
+    def flag_of(self, test: cst.CSTNode) -> str:
+        """`if self.fp16_enabled():`, `elif args.use_fp16:`: a flag named for FP16 -> 'name\tTrue';
+        "" for anything else (a capability probe such as `is_fp16_supported()` is no choice)."""
+        if type(test) is cst.Call and not test.args:
+            parts, call = dotted_parts(test.func), "()"
+        else:
+            parts, call = dotted_parts(test), ""
+        if not parts or not _FP16_FLAG.search(parts[-1]) or _PROBE_WORD.search(parts[-1]):
+            return ""
+        return f"{parts[-1]}{call}\tTrue"
+
+    def else_of(self, tests: list[cst.CSTNode]) -> str:
+        """The else of a chain of string tests of one name (`if amp_type == "bfloat16": ... else:`):
+        'name\t!\tbfloat16', picked by any value the tests do not name; "" when the tests read
+        several names."""
+        texts = [self.option_of(t) for t in tests]
+        if not all(texts) or len({t.split("\t")[0] for t in texts}) != 1:
+            return ""
+        named = [v for t in texts for v in t.split("\t")[1:]]
+        return "\t".join([texts[0].split("\t")[0], "!", *named])
+
     def chosen_by(self, node: cst.CSTNode) -> tuple[str, list[str]] | None:
         """(option, the values that pick it) for a precision a named option chooses: an entry of a
         table looked up by the option, or the innermost option branch when it reads one name."""
@@ -371,6 +442,42 @@ class ValueTracker:
                 name, *values = text.split("\t")
                 return name, values
         return None
+
+    def autocast_off(self, node: cst.CSTNode, symbol: str) -> str | None:
+        """`autocast("cuda", enabled=False)` (a call, a `with` item or a decorator): a region that
+        switches autocast off, or None for anything else."""
+        if type(node) is not cst.Call or symbol.rsplit(".", 1)[-1] != "autocast":
+            return None
+        off = any(a.keyword is not None and a.keyword.value == "enabled" and literal_value(a.value) is False
+                  for a in node.args)
+        return short_code(node) if off else None
+
+    def autocast_follows(self, node: cst.CSTNode, symbol: str) -> tuple[str, str] | None:
+        """(test, read) for an autocast whose device type is `"cuda" if <test> else x.device.type`
+        (or the reverse), written there or given to the name it passes (one step): it autocasts on the
+        run's own device unless the test holds; None for anything else."""
+        if type(node) is not cst.Call or symbol.rsplit(".", 1)[-1] != "autocast":
+            return None
+        arg = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "device_type"), None)
+        if arg is None and node.args and node.args[0].keyword is None and not node.args[0].star:
+            arg = node.args[0].value
+        values = [arg] if type(arg) is cst.IfExp else self.travelled(arg) if arg is not None else []
+        found = None
+        for v in values:
+            if type(v) is not cst.IfExp:
+                return None
+            for cuda, other in ((v.body, v.orelse), (v.orelse, v.body)):
+                shapes = string_shapes(cuda)
+                if shapes and all(CUDA_DEVICE.fullmatch(x) for x in shapes) and _reads_device_type(other):
+                    found = found or (short_code(v.test), short_code(other))
+                    break
+            else:
+                return None
+        return found
+
+    def dtype_key(self, node: cst.CSTNode) -> str | None:
+        """The subscript a dtype is the key of (`dtype2bytes[torch.float16]`), or None."""
+        return self.dtype_keys.get(id(node))
 
     def compares_strings(self, test: cst.CSTNode) -> bool:
         if type(test) is cst.BooleanOperation:
