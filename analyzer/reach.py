@@ -180,10 +180,16 @@ def trains_at_top(facts: dict) -> bool:
     return bool((facts.get("code") or {}).get("top_trains"))
 
 
+def steps_once_at_top(facts: dict) -> bool:
+    """Module-level code steps an optimizer or calls backward, but in no loop and with no trainer run:
+    an installation check or a demo unless it calls a function of the project that trains."""
+    return bool((facts.get("code") or {}).get("top_steps_once"))
+
+
 def trains_anywhere(facts: dict) -> bool:
     """Some code of the file trains: at the top, in the `__main__` block or in any function or class."""
     code = facts.get("code") or {}
-    return bool(code.get("top_trains") or code.get("main_trains")
+    return bool(code.get("top_trains") or code.get("top_steps_once") or code.get("main_trains")
                 or any("trains" in d[3] for d in (code.get("defs") or {}).values()))
 
 
@@ -628,9 +634,9 @@ def _detect_entries(root: Path, info: dict[str, FileInfo], python: list[str], mo
         facts = info[rel].facts
         guard = main_guard(facts)
         notebook = info[rel].kind == "notebook"
-        if not (guard or notebook or trains_at_top(facts)):
+        if not (guard or notebook or trains_at_top(facts) or steps_once_at_top(facts)):
             continue
-        why = trains(rel) if (guard or notebook) else "trains"
+        why = trains(rel)
         if why:
             shape = "a notebook" if notebook else "a `__main__` guard" if guard else "top-level code"
             found[rel] = f"{shape} that {why}" if why != "trains" else f"{shape} that trains"

@@ -347,7 +347,7 @@ def test_the_launch_command_of_the_entry_sets_the_default_configuration(tmp_path
 
 def test_the_main_block_of_an_imported_module_never_runs(tmp_path):
     root = tree(tmp_path, {
-        "train.py": "import torch\nimport helpers\nhelpers.setup()\ntorch.optim.SGD([]).step()\n",
+        "train.py": "import torch\nimport helpers\nhelpers.setup()\nopt = torch.optim.SGD([])\nfor _ in range(3):\n    opt.step()\n",
         "helpers.py": """\
             import torch
             def setup():

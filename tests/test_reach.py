@@ -149,6 +149,35 @@ def test_a_script_is_standalone_only_when_none_of_its_code_trains(tmp_path):
     assert w["scripts/tool.py"] == "" and w["scripts/notes.py"] == STANDALONE
 
 
+
+def test_one_step_outside_any_loop_is_an_installation_check_not_an_entry(tmp_path):
+    # `python -m bitsandbytes` runs one backward and one optimizer step on a 10x10 parameter to check
+    # the install: a training job repeats its step, so module-level code trains only with a step in a
+    # loop, a trainer run, or a call of a project function that trains.
+    check = ("import torch\nfrom pkg.optim import Adam\n\n"
+             "p = torch.nn.Parameter(torch.rand(10, 10).cuda())\nadam = Adam([p])\n"
+             "(p * 2).sum().backward()\nadam.step()\nprint('SUCCESS!')\n")
+    root = tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/optim.py": "import torch\n\nclass Adam(torch.optim.Optimizer):\n    pass\n",
+        "pkg/ops.py": "import torch\n\ndef scale(x):\n    return x.cuda() * 2\n",
+        "pkg/__main__.py": check,
+    })
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "library"  # no entry: the library's surface is costed
+    # the same step in a loop trains, as does a trainer run or a project function that trains
+    for name, code in {
+        "loop.py": "import torch\nopt = torch.optim.SGD([p], lr=0.1)\nfor batch in data:\n"
+                   "    loss(batch).backward()\n    opt.step()\n",
+        "fit.py": "import lightning\ntrainer = lightning.Trainer()\ntrainer.fit(model)\n",
+        "calls.py": "import torch\nfrom pkg.loop import train\nopt = torch.optim.SGD([p], lr=0.1)\n"
+                    "opt.zero_grad()\nloss().backward()\ntrain(opt)\n",
+    }.items():
+        files = {"pkg/__init__.py": "", "pkg/loop.py": "def train(opt):\n    for b in data:\n"
+                 "        b.backward()\n        opt.step()\n", name: code}
+        report = scan(tree(tmp_path / name.split(".")[0], files))
+        assert report.extra["reach"]["mode"] == "entries", name
+        assert name in report.extra["reach"]["entries"], name
 def test_a_library_module_only_tests_import_is_test_support(tmp_path):
     # A helper kept in the package for its tests (a loader of bundled test data) runs in no job that
     # uses the library: off the path, with who imports it. One a library module also imports stays;

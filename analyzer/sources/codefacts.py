@@ -240,7 +240,8 @@ class _Facts:
         self.neuron_scopes: set[str] = set()  # functions whose own imports or devices are Neuron/XLA
         self.main_guard = 0
         self.main_span: list[int] = []
-        self.top_trains = False
+        self.top_trains = False  # module-level code runs a trainer, or a step or backward in a loop
+        self.top_steps_once = False  # module-level code steps or calls backward, but in no loop (a smoke test)
         self.main_trains = False  # the `__main__` block itself trains
         self.text: str | None = None  # the source, when given (`_Walk.column`)
         self.lines: list[str] | None = None  # its lines, split only when a column needs them
@@ -435,6 +436,15 @@ def _is_trains_call(node: ast.Call) -> bool:
     return False
 
 
+def _runs_trainer(node: ast.Call) -> bool:
+    """`trainer.fit(...)`, `engine.train()`, `Trainer(...)`: a trainer, which loops over the data itself."""
+    f = node.func
+    if type(f) is ast.Attribute:
+        recv = _chain(f.value) if f.attr in ("fit", "train") else None
+        return bool(recv) and bool(re.search(r"(?i)trainer|engine|runner", recv[-1]))
+    return type(f) is ast.Name and f.id.endswith("Trainer")
+
+
 def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str | None = None) -> dict:
     """The function-level facts of one parsed file (see the module docstring); `text`, its source,
     lets a fact skip a walk the text rules out."""
@@ -476,6 +486,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
         out["compiles"] = compiles  # what torch.compile is applied to (compilefacts.py)
     if fx.main_trains:
         out["main_trains"] = True
+    if fx.top_steps_once and not fx.top_trains:
+        out["top_steps_once"] = True
     return out
 
 
@@ -543,6 +555,7 @@ class _Walk:
         self.in_try = 0  # module-level statements under try: capability checks, not configuration
         self.in_test = False  # reading an `if` statement's test (its regions come after it)
         self.nest = 0  # if/for/while/try/match statements around the current one, in this function
+        self.loops = 0  # for/while statements around the current one (module-level code: `top_trains`)
         self.cuda_locals: frozenset[str] = frozenset()  # locals holding a CUDA check in this function
         self.cuda_aliases: frozenset[str] = frozenset()  # "name()" for a module's import of a CUDA check
         self.names_cuda = True  # the file's text says "cuda" or "nccl": every CUDA check (`cuda_check`) does
@@ -616,6 +629,8 @@ class _Walk:
             self.in_try += is_try
             compound = is_try or t in (ast.For, ast.AsyncFor, ast.While) or t.__name__ == "Match"
             self.nest += compound
+            loop = t in (ast.For, ast.AsyncFor, ast.While)
+            self.loops += loop
             parent = self.region
             if t is ast.For and not st.orelse and _over_cuda_devices(st.iter):
                 # `for i in range(torch.cuda.device_count()):` runs no iteration without CUDA
@@ -644,6 +659,7 @@ class _Walk:
             self.in_try -= is_try
             if t.__name__ == "Match":
                 self.match_(st)
+            self.loops -= loop
             self.nest -= compound
 
     def registration(self, st: ast.stmt) -> str | None:
@@ -1393,7 +1409,12 @@ class _Walk:
         fx = self.fx
         if _is_trains_call(n):
             if not self.scope:
-                fx.top_trains = True
+                # a training job repeats its step: one backward or step outside any loop, with no
+                # trainer run, is an installation check or a demo (`python -m bitsandbytes`)
+                if self.loops or _runs_trainer(n):
+                    fx.top_trains = True
+                else:
+                    fx.top_steps_once = True
             elif self.scope == MAIN:
                 fx.main_trains = True
             d = fx.defs.get(self.scope)
