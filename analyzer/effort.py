@@ -913,8 +913,9 @@ class _Planner:
         support headers:
         - a CUDA setting of a CMake build file after the first of that file (the build is ported once);
         - a Triton autotune or heuristics decorator of a kernel whose own finding sits in the same file
-          (the decorator goes with the kernel's rewrite). A launch is not folded: replacing it by a
-          call of the new kernel is an edit of the caller, and the hand audits judge launches items;
+          (the decorator goes with the kernel's rewrite);
+        - a Triton launch of a kernel whose own finding is in its task: the one in the launch's file,
+          else the only one of that name (the launch becomes a call of the rewritten kernel);
         - a CUDA check a kernel or library task holds (wrapped_checks): a site of that task's first
           finding in the same function (the port replaces what it protects);
         - a CUDA probe that chooses a device (is_available, device_count) in a function that names a
@@ -956,10 +957,19 @@ class _Planner:
         for key, found in literals.items():
             if key[2]:  # one function's device choice is one edit, whatever its number of lines
                 out.update((j, found[0]) for j in found[1:])
+        by_name: dict[tuple[str, str], list[int]] = {}  # (task, kernel) -> its findings, any file
+        for (tid, _path, name), j in kernel_at.items():
+            by_name.setdefault((tid, name), []).append(j)
         for i in order:
             f = self.findings[i]
             if self.costing(f) == "triton-autotune":
                 kernel = kernel_at.get((task_of[i], f.path, f.kernel_facts.kernel or f.symbol))
+                if kernel is not None:
+                    out[i] = kernel
+            elif self.costing(f) == "triton-launch":
+                name = f.kernel_facts.kernel or f.symbol
+                named = by_name.get((task_of[i], name), [])
+                kernel = kernel_at.get((task_of[i], f.path, name)) or (named[0] if len(named) == 1 else None)
                 if kernel is not None:
                     out[i] = kernel
             elif f.rule in DEVICE_PROBES:

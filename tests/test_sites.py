@@ -56,17 +56,18 @@ TRITON_MODEL = """\
     """
 
 
-def test_a_triton_kernels_decorator_and_its_wrappers_check_are_sites_and_its_launch_an_item(tmp_path):
+def test_a_triton_kernels_decorator_launch_and_wrappers_check_are_sites_of_the_kernel(tmp_path):
     report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
     kernel = next(f for f in report.findings if f.rule == "NR1801")
     got = sites(report)
-    assert got[("NR1801", kernel.line)] == "" and got[("NR1803", 14)] == ""  # the launch edits the caller
-    assert got[("NR1802", 5)] == f"NR1801 model.py:{kernel.line}"
-    assert got[("NR1019", 12)] == "NR1803 model.py:14"  # the first finding of its task in its function
+    assert got[("NR1801", kernel.line)] == ""
+    assert got[("NR1802", 5)] == got[("NR1803", 14)] == f"NR1801 model.py:{kernel.line}"  # the launch calls the new kernel
+    # the first finding of its task in its function is the launch, itself a site: the chain ends at the kernel
+    assert got[("NR1019", 12)] == f"NR1801 model.py:{kernel.line}"
     tid = task_of(report, "NR1801", kernel.line)
     assert {task_of(report, r, n) for r, n in (("NR1802", 5), ("NR1803", 14), ("NR1019", 12))} == {tid}
     d = report.to_dict()
-    assert d["summary"]["sites"] == 2 and d["summary"]["items"] == d["summary"]["findings"] - 2
+    assert d["summary"]["sites"] == 3 and d["summary"]["items"] == d["summary"]["findings"] - 3
     assert [f["part_of"] for f in d["findings"] if f["rule"] == "NR1802"] == [f"NR1801 model.py:{kernel.line}"]
 
 
@@ -189,19 +190,19 @@ def test_renderers_list_a_site_under_its_primary(tmp_path):
     report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
     n = len(report.findings)
     out = text.render(report)
-    assert "also at model.py:5 (NR1802)\n" in out and "also at model.py:12 (NR1019)\n" in out
-    assert f"{n - 2} findings in" in out and "2 more sites of these edits" in out
-    assert not any(" NR1802 " in line or " NR1019 " in line for line in out.splitlines())
+    assert "also at model.py:5 (NR1802), model.py:12 (NR1019), model.py:14 (NR1803)\n" in out
+    assert f"{n - 3} findings in" in out and "3 more sites of these edits" in out
+    assert not any(f" {r} " in line for line in out.splitlines() for r in ("NR1802", "NR1019", "NR1803"))
     md = markdown.render(report)
-    assert "also at `model.py:5` (NR1802) |" in md and "also at `model.py:12` (NR1019) |" in md
-    assert f"{n - 2} findings (+2 sites of their edits)" in md
+    assert "also at `model.py:5` (NR1802), `model.py:12` (NR1019), `model.py:14` (NR1803) |" in md
+    assert f"{n - 3} findings (+3 sites of their edits)" in md
     # no row is NR1802's, so its remedy and link are in the row of the kernel it is a site of
     assert md.count(f"[NR1802]({common.rule_url('NR1802')}): ") == 1
     results = json.loads(sarif.render(report))["runs"][0]["results"]
-    assert len(results) == n - 2 and not {"NR1802", "NR1019"} & {r["ruleId"] for r in results}
+    assert len(results) == n - 3 and not {"NR1802", "NR1019", "NR1803"} & {r["ruleId"] for r in results}
     related = {r["ruleId"]: [x["physicalLocation"]["region"]["startLine"] for x in r.get("relatedLocations", ())]
                for r in results}
-    assert related["NR1801"] == [5] and related["NR1803"] == [12]
+    assert related["NR1801"] == [5, 12, 14]
 
 
 def test_the_html_report_counts_items_and_names_their_sites(tmp_path):
@@ -209,8 +210,8 @@ def test_the_html_report_counts_items_and_names_their_sites(tmp_path):
 
     report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
     page = html.render(report)
-    assert f"default configuration ({len(report.findings) - 2})" in page
-    assert "also at model.py:5 (NR1802)" in page and "also at model.py:12 (NR1019)" in page
+    assert f"default configuration ({len(report.findings) - 3})" in page
+    assert "also at model.py:5 (NR1802)" in page and "model.py:12 (NR1019)" in page and "model.py:14 (NR1803)" in page
 
 
 LAUNCH_SETUP = """\
@@ -481,3 +482,23 @@ def test_ptx_lines_of_one_source_are_sites_and_a_macro_header_of_kernels_too_but
     assert device.part_of == "" and device.details.get("device_code") is True
     tids = {task_of(report, "NR1703", f.line) for f in per_file.values()}
     assert len(tids) == 1
+
+
+def test_a_launch_of_a_kernel_defined_in_another_file_is_its_site_unless_the_name_is_ambiguous(tmp_path):
+    kernel = ("import triton\nimport triton.language as tl\n\n@triton.jit\ndef _double_kernel(x_ptr, n):\n"
+              "    i = tl.program_id(0)\n    tl.store(x_ptr + i, tl.load(x_ptr + i) * 2)\n")
+    caller = ("import torch\nimport triton\nimport other\nfrom kernels import _double_kernel\n\ndef fused(x):\n"
+              "    _double_kernel[(triton.cdiv(x.numel(), 128),)](x, x.numel())\n    return {ret}\n\n"
+              "class Net(torch.nn.Linear):\n    def __init__(self):\n        super().__init__(4, 4)\n\n"
+              "    def forward(self, x):\n        return fused(super().forward(x))\n")
+    own = kernel + "\ndef run(x):\n    _double_kernel[(1,)](x, x.numel())\n    return x\n"
+    report = scan(tree(tmp_path / "one", {"train.py": TRAIN, "kernels.py": kernel, "other.py": "",
+                                          "model.py": caller.format(ret="x")}))
+    assert sites(report)[("NR1803", 7)] == "NR1801 kernels.py:4"
+    # a second kernel of that name on the path, launched in its own file: that launch is its site, but
+    # which of the two the first launch calls is not the scan's to guess
+    report = scan(tree(tmp_path / "two", {"train.py": TRAIN, "kernels.py": kernel, "other.py": own,
+                                          "model.py": caller.format(ret="other.run(x)")}))
+    got = sites(report)
+    assert {f.path for f in report.findings if f.rule == "NR1801"} == {"kernels.py", "other.py"}
+    assert got[("NR1803", 7)] == "" and got[("NR1803", 10)] == "NR1801 other.py:4"
