@@ -132,7 +132,7 @@ class ValueTracker:
         self.frames: list[tuple[str, dict[str, list]]] = [("module", {})]
         self.overrides: list[str | None] = [None]  # per frame, `_module_cast_override` of its function
         self.annotation = 0  # inside a type annotation: nothing there runs
-        self.tables: set[int] = set()  # dtype nodes that are entries of a dtype conversion table
+        self.tables: set[int] = set()  # dtype nodes that are entries of a dtype conversion table or finfo/iinfo queries
         self.elements: set[int] = set()  # names that are elements of a dict, list, tuple or set literal
         self.keyed: dict[int, tuple[str, list[str]]] = {}  # a table entry looked up at once: (option, [its key])
         self.dtype_keys: dict[int, str] = {}  # dtype nodes that index a subscript (`sizes[torch.float16] = 2`)
@@ -202,8 +202,12 @@ class ValueTracker:
             self.frames[-1][1][":annotated " + node.name.value] = [ann]  # `a: np.ndarray` (host_param)
 
     def enter_call(self, node: cst.Call, line: int) -> None:
-        """`s.isna()`: s holds a pandas or NumPy value from its last assignment on (host_method)."""
+        """`s.isna()`: s holds a pandas or NumPy value from its last assignment on (host_method).
+        `torch.finfo(torch.float64).eps`: a dtype asked for its limits computes nothing in it (a
+        Python number comes back), like a table entry."""
         func = node.func
+        if type(func) in (cst.Name, cst.Attribute) and node.args and self.s.resolve(func)[0] in ("torch.finfo", "torch.iinfo"):
+            self.tables.update(id(n) for n in iter_subtree(node.args[0].value))
         if type(func) is cst.Attribute and func.attr.value in _HOST_ONLY_METHODS:
             key = key_of(func.value)
             if key is not None:
