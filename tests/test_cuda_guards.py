@@ -185,3 +185,37 @@ def test_a_probe_that_decides_the_device_or_fails_stays_must_port(tmp_path, form
     tree(tmp_path, {"train.py": TRAIN, "helpers.py": helpers})
     found = contexts(scan(tmp_path))
     assert found.get(line) == "step", (form, found)
+
+
+BATCH = """\
+import torch
+
+class Batch:
+    def __init__(self, x):
+        self.x = x
+
+    def cuda(self, device=None):
+        \"\"\"Move every tensor to a CUDA device.\"\"\"
+        device = device or torch.device("cuda")
+        self.x = self.x.cuda(device)
+        return self
+
+    def to(self, device):
+        self.x = self.x.to(device)
+        return self
+
+def scale(x):
+    return x.cuda() * 2
+"""
+
+
+def test_a_types_own_cuda_method_runs_only_when_a_caller_asks_for_cuda(tmp_path):
+    # PyG's `Data.cuda()`, a Module mixin's `cuda` override: the body runs when somebody calls
+    # `.cuda()` (the caller's finding); on Trainium nobody does. Other CUDA plumbing stays.
+    tree(tmp_path, {"pkg/__init__.py": "from .data import Batch, scale\n", "pkg/data.py": BATCH})
+    report = scan(tmp_path)
+    assert report.extra["reach"]["mode"] == "library"
+    got = {(f.rule, f.line): (f.context, f.gate or "") for f in report.findings + report.off_path}
+    assert got[("NR1004", 9)][0] == got[("NR1001", 10)][0] == "opt-in"
+    assert "Batch.cuda()" in got[("NR1001", 10)][1]
+    assert got[("NR1001", 18)] == ("step", "")

@@ -750,6 +750,15 @@ class _Walk:
         if kind == "m" and node.name == "__init__" and self.cls and CONFIG_CLASS.search(self.cls.rsplit(".", 1)[-1]):
             for pname, value in _all_param_defaults(node):
                 fx.options.append([pname, value, node.lineno])
+        if kind == "m" and node.name == "cuda" and node.body:
+            # `def cuda(self, device=None)`: the type's own `.cuda()`, run when a caller asks for a CUDA
+            # device (that call is the caller's own finding): on Trainium nobody calls it, like a
+            # branch on a device that already exists (PyG's `Data.cuda`, a Module mixin's override)
+            start = node.body[0].lineno
+            fx.regions.append([start, node.end_lineno or start, ["cuda"], "body", -1,
+                               f"{self.cls or ''}.cuda()", False, True])
+            self.region = len(fx.regions) - 1
+            fx.device_tests.append(self.region)
         self.function_body(node.body, node.end_lineno or node.lineno, probe)
         self.nested.pop()
         self.scopes.pop()
