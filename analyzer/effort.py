@@ -969,7 +969,9 @@ class _Planner:
             elif self.costing(f) == "triton-launch":
                 name = f.kernel_facts.kernel or f.symbol
                 named = by_name.get((task_of[i], name), [])
-                kernel = kernel_at.get((task_of[i], f.path, name)) or (named[0] if len(named) == 1 else None)
+                kernel = kernel_at.get((task_of[i], f.path, name))
+                if kernel is None and len(named) == 1:  # finding indices start at 0: test for None, not truth
+                    kernel = named[0]
                 if kernel is not None:
                     out[i] = kernel
             elif f.rule in DEVICE_PROBES:

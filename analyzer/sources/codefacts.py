@@ -418,7 +418,18 @@ class _Facts:
                                 or names[0].endswith(("config", "args", "cfg", "_opts")))
 
 
+def _runs_trainer(node: ast.Call) -> bool:
+    """`trainer.fit(...)`, `engine.train()`, `Trainer(...)`: a trainer, which loops over the data itself."""
+    f = node.func
+    if type(f) is ast.Attribute:
+        recv = _chain(f.value) if f.attr in ("fit", "train") else None
+        return bool(recv) and bool(re.search(r"(?i)trainer|engine|runner", recv[-1]))
+    return type(f) is ast.Name and f.id.endswith("Trainer")
+
+
 def _is_trains_call(node: ast.Call) -> bool:
+    if _runs_trainer(node):
+        return True
     f = node.func
     if type(f) is ast.Attribute:
         if f.attr == "backward":
@@ -427,22 +438,9 @@ def _is_trains_call(node: ast.Call) -> bool:
         if f.attr == "step":
             recv = _chain(f.value)
             return bool(recv) and bool(OPTIMIZER_RECEIVER.search(recv[-1]))
-        if f.attr in ("fit", "train") and (recv := _chain(f.value)) and re.search(r"(?i)trainer|engine|runner", recv[-1]):
-            return True
         parts = _chain(f)
         return bool(parts) and len(parts) >= 2 and parts[-2] == "optim" and parts[-1][:1].isupper()
-    if type(f) is ast.Name:
-        return f.id.endswith("Trainer") or f.id in ("Adam", "AdamW", "SGD")
-    return False
-
-
-def _runs_trainer(node: ast.Call) -> bool:
-    """`trainer.fit(...)`, `engine.train()`, `Trainer(...)`: a trainer, which loops over the data itself."""
-    f = node.func
-    if type(f) is ast.Attribute:
-        recv = _chain(f.value) if f.attr in ("fit", "train") else None
-        return bool(recv) and bool(re.search(r"(?i)trainer|engine|runner", recv[-1]))
-    return type(f) is ast.Name and f.id.endswith("Trainer")
+    return type(f) is ast.Name and f.id in ("Adam", "AdamW", "SGD")
 
 
 def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str | None = None) -> dict:
@@ -627,9 +625,9 @@ class _Walk:
                 self.expr_children(st)
             is_try = t is ast.Try or t.__name__ == "TryStar"
             self.in_try += is_try
-            compound = is_try or t in (ast.For, ast.AsyncFor, ast.While) or t.__name__ == "Match"
-            self.nest += compound
             loop = t in (ast.For, ast.AsyncFor, ast.While)
+            compound = is_try or loop or t.__name__ == "Match"
+            self.nest += compound
             self.loops += loop
             parent = self.region
             if t is ast.For and not st.orelse and _over_cuda_devices(st.iter):
@@ -756,7 +754,7 @@ class _Walk:
             # branch on a device that already exists (PyG's `Data.cuda`, a Module mixin's override)
             start = node.body[0].lineno
             fx.regions.append([start, node.end_lineno or start, ["cuda"], "body", -1,
-                               f"{self.cls or ''}.cuda()", False, True])
+                               f"{self.cls}.cuda()", False, True])
             self.region = len(fx.regions) - 1
             fx.device_tests.append(self.region)
         self.function_body(node.body, node.end_lineno or node.lineno, probe)
