@@ -931,7 +931,8 @@ class _Planner:
           PTX line (ptx_lines: the file's device code is ported as one unit);
         - a CUDA header with no kernel and no device code of its own that kernel sources include: a
           site of the first including kernel file's finding (support_headers);
-        - a further import line of one GPU-only library in its task, in any file (library_imports).
+        - a further import line of one GPU-only library in its task, in any file (library_imports);
+        - a further finding of one rule in one Python function of one task (repeated_in_function).
         A site keeps its context and its task, and so its cost: the figures do not change."""
         task_of = {i: d.id for d in self.drafts.values() for i in d.idx}
         order = sorted(task_of, key=lambda i: self.findings[i].sort_key())
@@ -984,6 +985,7 @@ class _Planner:
         out.update(self.ptx_lines(task_of, order))
         out.update((i, j) for i, j in self.support_headers(task_of, order).items() if i not in out)
         out.update(self.library_imports(order, task_of))
+        out.update((i, j) for i, j in self.repeated_in_function(order, task_of).items() if i not in out)
         for i, tid in self.checks.items():
             f = self.findings[i]
             first = next((j for j in order if task_of[j] == tid and j not in self.checks
@@ -995,6 +997,24 @@ class _Planner:
             while out[i] in out and out[i] not in seen:
                 seen.add(out[i])
                 out[i] = out[out[i]]
+        return out
+
+    def repeated_in_function(self, order: list[int], task_of: dict[int, str]) -> dict[int, int]:
+        """A further finding of one rule in one Python function of one task: a site of the first. The
+        function's edit for that rule is one edit (three `view_as_complex` of one rotary function are
+        one real-arithmetic rewrite, two `torch.cuda.synchronize()` of one profiler one removal).
+        Kernels, launches and native sources keep their own units, and so do the uses of a GPU library
+        (each call is its own swap: library_imports folds only imports); module-level code has no function."""
+        first: dict[tuple, int] = {}
+        out: dict[int, int] = {}
+        for i in order:
+            f = self.findings[i]
+            if (not f.scope or self.costing(f) != "catalog" or f.category == "gpu-library"
+                    or not f.path.endswith((".py", ".ipynb"))):
+                continue
+            j = first.setdefault((task_of[i], f.rule, f.path, f.scope, f.context), i)
+            if j != i:
+                out[i] = j
         return out
 
     def launchers(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:

@@ -502,3 +502,48 @@ def test_a_launch_of_a_kernel_defined_in_another_file_is_its_site_unless_the_nam
     got = sites(report)
     assert {f.path for f in report.findings if f.rule == "NR1801"} == {"kernels.py", "other.py"}
     assert got[("NR1803", 7)] == "" and got[("NR1803", 10)] == "NR1801 other.py:4"
+
+
+ROPE_MODEL = """\
+    import torch
+
+    def apply_rotary(xq, xk, freqs):
+        xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+        xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+        return torch.view_as_real(xq_ * freqs).flatten(3), torch.view_as_real(xk_ * freqs).flatten(3)
+
+    def profile(x):
+        torch.cuda.synchronize()
+        y = x * 2
+        torch.cuda.synchronize()
+        return y
+
+    def other(x):
+        torch.cuda.synchronize()
+        return x
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+
+        def forward(self, x):
+            y = profile(other(super().forward(x)))
+            q, k = apply_rotary(y, y, torch.ones(2, dtype=torch.complex64))
+            return q + k
+    """
+
+
+def test_further_findings_of_one_rule_in_one_function_are_sites_of_its_first(tmp_path):
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": ROPE_MODEL}))
+    got = {(f.rule, f.line): f.part_of for f in report.findings if f.path == "model.py"}
+    rope = sorted(line for rule, line in got if rule == "NR1213")
+    assert rope == [4, 5, 6, 24]
+    # two view_as_complex and a view_as_real of one rotary function: one rewrite
+    assert got[("NR1213", 4)] == "" and got[("NR1213", 5)] == got[("NR1213", 6)] == "NR1213 model.py:4"
+    assert got[("NR1213", 24)] == ""  # the complex dtype in forward: another function, its own item
+    sync = sorted(line for rule, line in got if rule == "NR1007")
+    assert sync == [9, 11, 15]
+    assert got[("NR1007", 9)] == "" and got[("NR1007", 11)] == "NR1007 model.py:9"  # one profiler: one removal
+    assert got[("NR1007", 15)] == ""  # another function: another edit, its own item
+    d = report.to_dict()
+    assert d["summary"]["sites"] == sum(1 for v in got.values() if v)
