@@ -395,6 +395,8 @@ class Defaults:
             return UNKNOWN if t is UNKNOWN else self.evaluate(cond[2] if t else cond[3], rel, depth)
         if op == "torchver":
             return self.torch_version(cond[1], cond[2])
+        if op == "fails":
+            return False  # the step failed (codefacts `recovery`): not in a run that trains as configured
         if op == "oattr":
             return self.attribute(cond[1], depth)
         if op == "isa":
@@ -655,6 +657,8 @@ class Defaults:
             elif kind == "oattr":
                 params = sorted({e[0] for e in self.attributes.get(name, ()) if e is not None})
                 parts.append(f"{'/'.join(params) or name} defaults to {_show(self.attribute(name))}")
+            elif kind == "fails":
+                parts.append("error recovery: runs only after the training step failed")
             elif kind == "torchver" and self.torch_range is not None:
                 lo, hi = self.torch_range
                 parts.append(f"PyTorch on this target is {lo[0]}.{lo[1]} or later" if hi is None
@@ -715,6 +719,9 @@ def _names(cond: list):
         yield cond[0], cond[1]
     elif cond[0] == "torchver":
         yield "torchver", "torch-version"
+        return
+    elif cond[0] == "fails":
+        yield "fails", "error-recovery"
         return
     elif cond[0] == "pred":
         yield "pred", cond[1]  # the helper's name (describe() reads its body); its arguments are no settings

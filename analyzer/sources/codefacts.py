@@ -295,7 +295,8 @@ class _Facts:
     def cond(self, node: ast.AST, params: dict[str, object]) -> list:
         """A condition as a small tree: ["opt", name], ["field", name] (a field of a configuration object
         known by its annotation), ["env", NAME], ["lit", v], ["not", c],
-        ["and"/"or", c...], ["cmp", op, c, c], ["in", c, [values]], ["?"]."""
+        ["and"/"or", c...], ["cmp", op, c, c], ["in", c, [values]], ["fails", what] (a test that the
+        step failed: `"out of memory" in str(e)`, or a handler for `OverflowError`), ["?"]."""
         t = type(node)
         if t is ast.BoolOp:
             return ["and" if type(node.op) is ast.And else "or", *(self.cond(v, params) for v in node.values)]
@@ -303,6 +304,8 @@ class _Facts:
             return ["not", self.cond(node.operand, params)]
         if t in (ast.Name, ast.Attribute, ast.Call, ast.Compare) and (version := torch_version_test(node)):
             return version
+        if (oom := _oom_test(node)) is not None:
+            return ["fails", "out of memory"] if oom else ["not", ["fails", "out of memory"]]
         if t is ast.Compare and len(node.ops) == 1:
             op = type(node.ops[0]).__name__
             right = node.comparators[0]
@@ -647,7 +650,12 @@ class _Walk:
                 sub = getattr(st, field, None)
                 if type(sub) is list:
                     for s in sub:
-                        if type(s) is ast.ExceptHandler:
+                        if type(s) is ast.ExceptHandler and s.body and (failed := recovery_handler(s)):
+                            # `except OverflowError:` runs only after the step failed: recovery, off by default
+                            self.region = self.recovery(s.body[0].lineno, s.end_lineno or s.lineno, failed, parent)
+                            self.body(s.body)
+                            self.region = parent
+                        elif type(s) is ast.ExceptHandler:
                             self.body(s.body)
                         elif isinstance(s, ast.stmt):
                             self.stmt(s)
@@ -836,6 +844,13 @@ class _Walk:
                 self.cuda_return(st.body[k], ret, rest, stop, probe)
                 if not whole:
                     self.region = outer
+            elif ((type(st) is ast.Try or type(st).__name__ == "TryStar") and st.body and type(st.body[-1]) is ast.Return
+                    and st.handlers and not st.orelse and not st.finalbody and i + 1 < len(stmts)
+                    and all(recovery_handler(h) for h in st.handlers)):
+                # `try: return self._forward(x) except RuntimeError as e: if "out of memory" not in str(e):
+                # raise`: the rest of the function runs only after the step ran out of memory
+                failed = ", ".join(dict.fromkeys(recovery_handler(h) for h in st.handlers))
+                self.region = self.recovery(stmts[i + 1].lineno, end, failed, self.region)
             elif (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return and len(fx.regions) > before
                     and fx.regions[before][0] == st.lineno and _option_only(fx.regions[before][2])):
                 # `if not self.use_aux: return x`: the rest of the function runs only when the test is false
@@ -856,6 +871,12 @@ class _Walk:
                 fx.probe_tests.append([self.region, ref])
                 if probe == ref:
                     fx.cuda_optional.append(self.region)
+
+    def recovery(self, start: int, end: int, failed: str, parent: int) -> int:
+        """A region of recovery code, run only when the step failed with `failed`: ["fails", what]."""
+        text = "the step runs out of memory" if failed == "out of memory" else f"{failed} is raised"
+        self.fx.regions.append([start, end, ["fails", failed], "body", parent, text, False, False])
+        return len(self.fx.regions) - 1
 
     def caught_query(self, st: ast.Try) -> None:
         """`try: cc = torch.cuda.get_device_capability() ... except (RuntimeError, AssertionError):
@@ -1814,6 +1835,39 @@ def _catches_missing_cuda(h: ast.ExceptHandler) -> bool:
     return bool(names & {"Exception", "BaseException"}) or _MISSING_CUDA <= names
 
 
+# What a training step raises only when it fails: a loss scaler's overflow, a NaN check, memory. A
+# handler for them is recovery, not the step. Not ImportError, nor RuntimeError or Exception in general:
+# those handlers are often the path a device without CUDA takes.
+_FAILURES = frozenset({"OverflowError", "FloatingPointError", "MemoryError", "OutOfMemoryError", "KeyboardInterrupt"})
+_OOM_TEXT = re.compile(r"(?i)out of memory")
+
+
+def _oom_test(node: ast.AST) -> bool | None:
+    """`"out of memory" in str(e)` (True), `... not in str(e).lower()` (False): a test of an error's
+    message for a failure to allocate; None for any other test."""
+    if type(node) is not ast.Compare or len(node.ops) != 1 or type(node.ops[0]) not in (ast.In, ast.NotIn):
+        return None
+    text = _literal(node.left)
+    if type(text) is not str or not _OOM_TEXT.search(text):
+        return None
+    return type(node.ops[0]) is ast.In
+
+
+def recovery_handler(h: ast.ExceptHandler) -> str | None:
+    """The failures a handler recovers from (`OverflowError`), when it catches nothing else; or
+    `out of memory` for one that re-raises every other error first (`except RuntimeError as e: if
+    "out of memory" not in str(e): raise`). None for any other handler."""
+    if h.type is not None:
+        names = [(_chain(e) or [""])[-1] for e in (h.type.elts if type(h.type) is ast.Tuple else [h.type])]
+        if names and all(n in _FAILURES for n in names):
+            return ", ".join(f"`{n}`" for n in names)
+    first = h.body[0] if h.body else None
+    if (type(first) is ast.If and _oom_test(first.test) is False and not first.orelse
+            and len(first.body) == 1 and type(first.body[0]) is ast.Raise):
+        return "out of memory"
+    return None
+
+
 def _queries_cuda(value: ast.AST) -> bool:
     """A value that calls a CUDA query raising off CUDA (`_RAISES_OFF_CUDA`) unconditionally: not
     inside a conditional expression, a boolean operator's later operands, a lambda or a comprehension."""
@@ -1871,7 +1925,7 @@ _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|su
 def _has_config(c: list) -> bool:
     if not c:
         return False
-    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa", "torchver"):
+    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa", "torchver", "fails"):
         return True
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
