@@ -703,3 +703,36 @@ def test_a_match_on_a_setting_is_a_condition_on_it():
     regions = code_facts(ast.parse(src), "pkg.m", False, src)["regions"]
     assert [(r[0], r[1], r[2][0], r[2][2], r[3], r[7]) for r in regions] == [
         (3, 4, "in", ["cuda", "hip"], "body", True), (5, 6, "in", ["cuda", "hip"], "else", False)]
+
+
+def test_the_backend_enum_is_nccl_too(tmp_path):
+    """`dist.get_backend() == dist.Backend.NCCL` tests an existing process group like `== "nccl"`:
+    a CPU tensor moved to CUDA only for NCCL's sake is not moved on Trainium (sam2's
+    `convert_to_distributed_tensor`). A backend chosen as NCCL by the enum still chooses."""
+    model = """\
+        import torch
+        import torch.distributed as dist
+
+
+        def convert(tensor):
+            if dist.is_available() and dist.get_backend() == dist.Backend.NCCL and not tensor.is_cuda:
+                tensor = tensor.cuda()
+            return tensor
+
+
+        def init():
+            dist.init_process_group(backend=dist.Backend.NCCL)
+
+
+        class Net(torch.nn.Linear):
+            def __init__(self):
+                super().__init__(4, 4)
+
+            def forward(self, x):
+                init()
+                return super().forward(convert(x))
+        """
+    got = found(scan(tree(tmp_path, {"train.py": TRAIN, "model.py": model})))
+    moved = got[("model.py", 7, "NR1001")]
+    assert moved.context == "opt-in" and moved.details["feature"] == "cuda"
+    assert got[("model.py", 12, "NR1101")].context == "step"

@@ -2271,6 +2271,9 @@ def _names_cuda(node: ast.AST) -> bool:
 
 
 def _names_nccl(node: ast.AST) -> bool:
+    """"nccl", or the enum's spelling of it (`dist.Backend.NCCL`)."""
+    if type(node) is ast.Attribute and node.attr == "NCCL":
+        return (_chain(node) or [""])[-2:-1] == ["Backend"]
     return _literal(node) == "nccl"
 
 
