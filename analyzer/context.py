@@ -2879,6 +2879,10 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
                 label, reason = HOST, once  # a shape, host read, op or float64 computed once: no device cost
             if label == HOST and f.category not in HOST_CATEGORIES:
                 label = STEP  # a CUDA call in a Dataset still needs CUDA
+            if label == STEP and not demo and ctx.library and f.path.rsplit("/", 1)[-1] == "__main__.py":
+                demo = ctx.demos.get(f.path, "")  # the package's `python -m` command, every line of it
+                if demo:
+                    label, reason = EVAL, f"the package's `__main__.py`, run only by {demo}, which importing the library never runs"
             if label == STEP and demo:
                 label, reason = EVAL, (f"its `__main__` block, a demo run only when the file is run as a script: a "
                                        f"library module ({demo}), which importing never runs")

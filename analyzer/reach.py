@@ -683,12 +683,19 @@ def library_demos(info: dict[str, FileInfo], python: list[str], graph: nx.DiGrap
     library imports the module, and importing never runs it. A module is the library's when another
     project module imports it (tests, examples and docs aside), or when it is a module of a package
     (an `__init__.py` beside it) and its block runs the module's own classes or functions (a demo of
-    what it defines). A script nobody imports outside a package may be what the user runs: not one."""
+    what it defines). A script nobody imports outside a package may be what the user runs: not one.
+    A package's `__main__.py` is a demo as a whole: `python -m pkg` runs it, importing the library never does."""
     from .sources.codefacts import MAIN
 
     out: dict[str, str] = {}
     for rel in python:
         facts = info[rel].facts
+        folder = posixpath.dirname(rel)
+        if (posixpath.basename(rel) == "__main__.py" and posixpath.join(folder, "__init__.py") in info
+                and rel not in vendored and not excluded(rel)):
+            # `python -m pkg` runs the package's `__main__.py` (a self-check, a CLI): importing never does
+            out[rel] = f"the command `python -m {folder.replace('/', '.') or '.'}`"
+            continue
         if not main_guard(facts) or rel in vendored or excluded(rel):
             continue
         importers = sorted(p for p in graph.predecessors(rel) if p in info and p not in vendored and not excluded(p))

@@ -193,6 +193,40 @@ def test_the_main_demo_of_a_library_module_is_not_the_step(tmp_path):
     assert by[("run.py", 6, "NR1001")].context == "step"
 
 
+def test_a_packages_main_module_is_its_command_not_the_step(tmp_path):
+    """Library mode: `python -m lib` runs `lib/__main__.py` (an install self-check, a CLI); importing
+    the library never does. Its module code and its own functions are the evaluation path, like a
+    module's `__main__` block (bitsandbytes' `__main__.py` moves a parameter to CUDA to check the
+    install). A `__main__.py` outside a package is a script and keeps its answer."""
+    check = """\
+        import torch
+        from lib import double
+
+        print("checking the install")
+        p = torch.nn.Parameter(torch.rand(10, 10).cuda())
+        double(p).sum().backward()
+
+        def helper():
+            return torch.zeros(2).cuda()
+
+        helper()
+        """
+    report = scan(tree(tmp_path, {
+        "lib/__init__.py": "from .ops import double\n",
+        "lib/ops.py": "import torch\n\ndef double(x):\n    return x.cuda() * 2\n",
+        "lib/__main__.py": check,
+        "tools/__main__.py": check,  # no package: a script someone may run
+    }))
+    assert report.extra["reach"]["mode"] == "library"
+    by = {(f.path, f.line, f.rule): f for f in report.findings + report.off_path}
+    for line in (5, 9):
+        f = by[("lib/__main__.py", line, "NR1001")]
+        assert f.context == "evaluation", (line, f.context)
+        assert "run only by the command `python -m lib`" in f.details["context_reason"]
+    assert by[("lib/ops.py", 4, "NR1001")].context == "step"  # the library itself
+    assert by[("tools/__main__.py", 5, "NR1001")].context == "step"
+
+
 def test_plugins_enabled_by_name_are_opt_in_and_the_plugin_manager_is_not(tmp_path):
     report = scan(tree(tmp_path, {
         "proj/__init__.py": "",
