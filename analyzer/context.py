@@ -155,6 +155,7 @@ class Context:
     neuron_entries: bool = False  # every training entry already targets Neuron or XLA
     compiled: bool = False  # the training path calls torch.compile outside any switch that is off
     library: bool = False  # labels from a library's surface (no entry): unreached keeps the module answer
+    contrib_core: set[str] = field(default_factory=set)  # library mode: `contrib/` folders the core imports
     starts: list[str] = field(default_factory=list)
     core: set[str] = field(default_factory=set)  # library mode: files other modules import unconditionally
     demos: dict[str, str] = field(default_factory=dict)  # library mode: module -> why its `__main__` block is a demo
@@ -2047,6 +2048,31 @@ def plugin_of(path: str) -> str | None:
     return None
 
 
+# `contrib/`: contributed code kept beside a library's maintained core (`torch_geometric.contrib`, the
+# old `tf.contrib`): a user imports a module of it by name; the library's own code does not run it.
+CONTRIB_DIR = re.compile(r"(?i)^contrib$")
+
+
+def contrib_of(path: str) -> tuple[str, str] | None:
+    """(the `contrib/` folder, the contributed module as a dotted name) of a file under one
+    (`torch_geometric/contrib/nn/models/rbcd_attack.py` -> `torch_geometric/contrib`,
+    `torch_geometric.contrib.nn.models.rbcd_attack`); None outside one and for the folder's own `__init__.py`."""
+    parts = path.split("/")
+    for i, p in enumerate(parts[:-1]):
+        if CONTRIB_DIR.match(p):
+            if not [x for x in parts[i + 1:] if x != "__init__.py"]:
+                return None
+            return "/".join(parts[:i + 1]), ".".join(x for x in parts if x != "__init__.py").removesuffix(".py")
+    return None
+
+
+def contrib_dependencies(graph: "Graph") -> set[str]:
+    """The `contrib/` folders the library cannot import without (`_imported_by_root`: module code
+    outside the folder imports one of its modules): those are part of the core, not contributions."""
+    folders = {c[0] for rel in graph.code if (c := contrib_of(rel)) is not None}
+    return {d for d in folders if _imported_by_root(graph, d, list(graph.code))}
+
+
 BUILD_FILES = ("pyproject.toml", "setup.py")
 
 
@@ -2230,6 +2256,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         ctx.core = core_modules(graph, on)
         ctx.demos = dict(getattr(reach, "demos", None) or {})
         ctx.unreferenced = unreferenced_helpers(graph, infos)
+        ctx.contrib_core = contrib_dependencies(graph)
     if ctx.labels:
         solid = propagate(graph, ctx.starts, skip_fallback="any")[0]
         ctx.fallback_only = {n for n, lab in ctx.labels.items() if lab == STEP and solid.get(n, UNREACHED) > STEP}
@@ -2818,6 +2845,12 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
         name = plugin_of(f.path)
         context, gate = "opt-in", Gate(f"plugin:{name}", f"only when the plugin `{name}` is enabled (plugins are "
                                        "loaded by name from the configuration)")
+    elif ctx.library and (contributed := contrib_of(f.path)) is not None and contributed[0] not in ctx.contrib_core:
+        # library mode: nothing chose the contributed module; a user who imports it keeps it (`--include-opt-in`)
+        module = contributed[1]
+        context, gate = "opt-in", Gate(f"contrib:{module.rsplit('.', 1)[-1]}",
+                                       f"only when the user imports the contributed module `{module}` "
+                                       f"(`{contributed[0]}/` holds code outside the library's maintained core)")
     elif (folder := subproject_of(f.path, ctx.subprojects)) is not None:
         context, gate = "opt-in", Gate(f"subproject:{folder.rpartition('/')[2]}",
                                        f"only when the separate package in `{folder}/` is installed (it builds on its "

@@ -227,6 +227,48 @@ def test_a_packages_main_module_is_its_command_not_the_step(tmp_path):
     assert by[("tools/__main__.py", 5, "NR1001")].context == "step"
 
 
+ATTACK = """\
+    import torch
+
+    class Attack(torch.nn.Module):
+        def forward(self, x, mask):
+            return torch.unique(x[mask])
+    """
+
+
+def test_a_librarys_contributed_modules_are_opt_in_unless_the_core_imports_them(tmp_path):
+    """Library mode: `contrib/` holds contributed code beside the maintained core
+    (`torch_geometric.contrib`); a user imports a module of it by name, so each is the opt-in feature
+    `contrib:NAME`. A `contrib/` folder the core imports in module code is part of the core; with a
+    training entry, reachability decides as everywhere."""
+    files = {
+        "lib/__init__.py": "from .nn.conv import Conv\n",
+        "lib/nn/__init__.py": "",
+        "lib/nn/conv.py": "import torch\n\nclass Conv(torch.nn.Module):\n    def forward(self, x, mask):\n        return x[mask]\n",
+        "lib/contrib/__init__.py": "",
+        "lib/contrib/models/__init__.py": "",
+        "lib/contrib/models/attack.py": ATTACK,
+        "other/__init__.py": "from .contrib.ops import Attack\n",
+        "other/contrib/__init__.py": "",
+        "other/contrib/ops.py": ATTACK,
+    }
+    got = labelled(scan(tree(tmp_path, files)))
+    assert got[("lib/nn/conv.py", 5)] == ("step", None)
+    assert got[("lib/contrib/models/attack.py", 5)] == ("opt-in", "contrib:attack")
+    assert got[("other/contrib/ops.py", 5)] == ("step", None)  # `other` cannot be imported without it
+    report = scan(tree(tmp_path / "app", {**files, "train.py": """\
+        import torch
+        from lib.contrib.models.attack import Attack
+        model = Attack()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            model(torch.ones(4), torch.ones(4) > 0).sum().backward()
+            opt.step()
+        """}))
+    assert report.extra["reach"]["mode"] == "entries"
+    assert labelled(report)[("lib/contrib/models/attack.py", 5)] == ("step", None)  # the entry uses it
+
+
 def test_plugins_enabled_by_name_are_opt_in_and_the_plugin_manager_is_not(tmp_path):
     report = scan(tree(tmp_path, {
         "proj/__init__.py": "",
