@@ -191,7 +191,7 @@ class Defaults:
         values: dict[str, list] = {}
         files: dict[str, list] = {}
         self.flags: dict[tuple[str, str], list] = {}
-        self.passed: dict[str, list] = {}  # keyword -> (file, value) of calls no callee is resolved for
+        self.passed: dict[str, list] = {}  # keyword -> (file, value, called name) of calls no callee is resolved for
         self._calls: list[tuple[str, dict]] = []  # (file, code facts): `passed`, read when indexed
         self._handed: list[tuple[str, str]] = []  # (file, reference) named other than as a call's function
         self._signatures: dict[str, dict] = {}  # file -> its `signatures`, read on first use
@@ -204,6 +204,7 @@ class Defaults:
         self._calls_to: dict[str, list] = {}  # function node -> parameters each call passes (None: unknown)
         self._indexed = False  # the four call indexes above are built on first use, once the graph is attached
         self._passed_any: dict[str, list] = {}  # keyword -> (file, value) of every call
+        self._all_def_names: frozenset[str] | None = None  # names of the project's defs, once asked
         self.registry_keys: dict[str, set] = {}  # registry name -> the keys `.register("key", ...)` gives it
         self.registry_tests: dict[str, set] = {}  # registry name -> settings tested for membership in it
         self.attributes: dict[str, list] = {}  # instance attribute -> what the project's classes set it to
@@ -476,7 +477,7 @@ class Defaults:
         configuration file)."""
         self._isa_sites, self._isa_open = {}, set()
         self._isa_built = {ref[2:].rsplit(".", 1)[-1] for _rel, code in self._calls  # called somewhere
-                           for ref in unpacked(code, "passed") if ref}
+                           for ref in unpacked(code, "passed") if ref[:2] in ("q:", "l:")}
         if self._graph is None:
             return
         asked: set[str] = set()
@@ -512,6 +513,7 @@ class Defaults:
         to when a graph is attached, by keyword alone otherwise."""
         self._indexed = True
         self.passed, self._passed_any, self._calls_to = {}, {}, {}
+        self._all_def_names = None
         self._by_owner = {} if self._graph is not None else None
         for rel, ref, calls in ((rel, ref, calls) for rel, code in self._calls
                                 for ref, calls in sorted(unpacked(code, "passed").items())):
@@ -536,9 +538,22 @@ class Defaults:
                     if owner:
                         self._by_owner.setdefault((owner, kw), []).append((rel, value))
                     elif kw in call[1]:
-                        self.passed.setdefault(kw, []).append((rel, value))
+                        self.passed.setdefault(kw, []).append((rel, value, ref.rpartition(":")[2].rsplit(".", 1)[-1]))
                 if owner:
                     self._calls_to.setdefault(owner, []).append(None if call[2] else set(given))
+
+    def _def_names(self) -> frozenset[str]:
+        """The names of the project's functions, methods and classes (the last part of each)."""
+        if self._all_def_names is None:
+            code = self._graph.code if self._graph is not None else {}
+            self._all_def_names = frozenset(scope.rsplit(".", 1)[-1] for c in code.values() for scope in c.get("defs", {}))
+        return self._all_def_names
+
+    @staticmethod
+    def _names_of(node: str) -> set[str]:
+        """The names a call of the function node goes by: its own, and a constructor's class name."""
+        parts = split_node(node)[1].split(".")
+        return {parts[-1], parts[-2]} if parts[-1] == "__init__" and len(parts) > 1 else {parts[-1]}
 
     def _callee(self, rel: str, ref: str) -> str | None:
         """The function node a call's reference resolves to (a class: its own `__init__`); None when
@@ -596,7 +611,14 @@ class Defaults:
         if not self._indexed:
             self._index_calls()
         tied = owner is not None and self._by_owner is not None
-        wide = self.passed.get(name, []) if tied else self._passed_any.get(name, [])
+        if tied:
+            # an unresolved call by the name of some project function (`model_class.build_inner_model(...)`)
+            # calls a function of that name: it sets the parameter of `owner` only when `owner` has that name
+            names = self._names_of(owner)
+            wide = [(r, v) for r, v, called in self.passed.get(name, [])
+                    if called in names or called not in self._def_names()]
+        else:
+            wide = self._passed_any.get(name, [])
         own = self._by_owner.get((owner, name), []) if tied else []
         # a required parameter has no default: every call passes it, but a call that passes it by a
         # position the facts do not map (they map defaulted parameters) leaves its value unknown

@@ -189,3 +189,15 @@ def test_a_keyword_forwarded_through_calls_the_scan_cannot_resolve_keeps_the_nam
     report = run_scan(Settings(root=root, cache=False)).report
     got = {f.line: (f.context, f.gate) for f in report.findings + report.off_path if f.path == "nets.py"}
     assert got[10] == ("opt-in", "only when self.flash (flash defaults to False)")
+
+
+def test_a_method_called_by_name_sets_only_the_parameters_of_functions_of_that_name(tmp_path):
+    # `builder.build(use_fast=True)` on an object the scan cannot follow may call any `build`, so it
+    # sets `build`'s parameter; it does not set the parameter of the same name of `slow_path`, whose
+    # calls keep its default. A method name no project function has keeps the name-wide rule.
+    got = _contexts(tmp_path, files={"builder.py": "import torch\ndef build(x, use_fast=False):\n"
+                                                   "    return torch.nonzero(x) if use_fast else x\n"},
+                    extra="registry['b'].build(x, use_fast=True)")
+    assert got["slow"][:2] == ("opt-in", "only when use_fast (use_fast defaults to False)")
+    got = _contexts(tmp_path / "other", extra="registry['b'].unknown_method(x, use_fast=True)")
+    assert got["slow"][0] == "step"  # no project function is called `unknown_method`: any `use_fast`

@@ -58,7 +58,9 @@ is a plain JSON-able record cached with the file's result:
   `__init__` is followed), `imports` per scope, `flags` (module-level names assigned from a
   condition), `neuron` (the file already targets Neuron or XLA).
 - what calls pass, for parameter flags (docs/contexts.md "Keyword options"): `passed`, per callee
-  (the call's `q:`/`l:` reference, "" when the call names no project-resolvable name), each distinct
+  (the call's `q:`/`l:` reference; `m:NAME` for a method called by name on an object the facts
+  cannot follow, `model_class.build(...)`, whose keywords set only a function of that name; "" when
+  the call names nothing else), each distinct
   call as [positional values (their count when none is readable), {keyword: value}, 1 when it
   spreads `*args`/`**kwargs` else 0] (a value
   is a literal, a forwarded setting or parameter, or "?"; a callee with more than `_MAX_CALLS` distinct calls
@@ -1491,9 +1493,12 @@ class _Walk:
         callee = ref if ref is not None and ref[:2] in ("q:", "l:") else ""
         if not callee and not any(kw.arg for kw in n.keywords):
             return
+        resolvable = bool(callee)
+        if not callee and type(n.func) is ast.Attribute:
+            callee = f"m:{n.func.attr}"  # a method called by name on an object the facts cannot follow
         star = int(any(type(a) is ast.Starred for a in n.args) or any(kw.arg is None for kw in n.keywords))
         # by position, only what can be a literal or a forwarded name (the walk stays cheap on big calls)
-        positional = [self.passed_value(a) if type(a) in _POSITIONAL else "?" for a in n.args] if callee else []
+        positional = [self.passed_value(a) if type(a) in _POSITIONAL else "?" for a in n.args] if resolvable else []
         record = [positional if any(v != "?" for v in positional) else len(positional),
                   {kw.arg: self.passed_value(kw.value) for kw in n.keywords if kw.arg is not None}, star]
         calls = self.fx.passed.setdefault(callee, [])
