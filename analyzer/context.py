@@ -1732,7 +1732,8 @@ def unreferenced_helpers(graph: Graph, infos) -> dict[str, str]:
     or notebook (a call, an attribute or a string: `getattr(mod, "_f")`, `__all__`), no import into
     an `__init__.py` (a re-export), no word of a config file (`_target_: pkg.mod._f`), no decorator
     (`@implements(aten.add.Tensor)` registers it), no dunder (`__getattr__`). References from its
-    own body, or from other such functions, do not count. Public functions stay the library's
+    own body, from other such functions, or from tests and benchmarks (a reference implementation
+    only a test compares against, gsplat's `_isect_tiles`) do not count. Public functions stay the library's
     surface: a user may call one nothing in the library calls (`mamba3_siso_step`, in the README)."""
     scopes: dict[str, set[tuple[str, str]]] = {}  # name -> (file, top-level scope) that names it
 
@@ -1767,14 +1768,23 @@ def unreferenced_helpers(graph: Graph, infos) -> dict[str, str]:
                     and name not in config and name.strip("_") != "main"):
                 candidates[f"{rel}::{name}"] = name
     dead = set(candidates)
-    while True:  # a helper only dead helpers name is dead too
+    while True:  # a helper only dead helpers, tests or benchmarks name is dead too
         keep = {node for node in dead
-                if any(f"{rel}::{scope}" not in dead for rel, scope in scopes.get(candidates[node], ()))}
+                if any(f"{rel}::{scope}" not in dead and not _exercises_options(rel)
+                       for rel, scope in scopes.get(candidates[node], ()))}
         if not keep:
             break
         dead -= keep
-    return {node: f"defined but never referenced in the repository: `{candidates[node]}` (a private function "
-                  "of the library that no code, `__all__`, re-export or config names)" for node in sorted(dead)}
+    out = {}
+    for node in sorted(dead):
+        name = candidates[node]
+        tests = sorted({rel for rel, _scope in scopes.get(name, ()) if _exercises_options(rel)})
+        out[node] = (f"named only by tests and benchmarks ({', '.join(tests[:2])}{', ...' if len(tests) > 2 else ''}): "
+                     f"`{name}`, a private function of the library that no library code calls (a reference "
+                     "implementation or test helper)" if tests else
+                     f"defined but never referenced in the repository: `{name}` (a private function "
+                     "of the library that no code, `__all__`, re-export or config names)")
+    return out
 
 
 def _lazy_modules(graph: Graph, rels: list[str]) -> set[str]:

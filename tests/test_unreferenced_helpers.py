@@ -73,6 +73,21 @@ def test_a_private_function_named_anywhere_keeps_the_module_answer(tmp_path):
     assert by_scope(scan(root))["_old_path"][0] == "step"  # a string names it: getattr may call it
 
 
+def test_a_private_function_only_tests_name_is_off_path_in_library_mode(tmp_path):
+    # a pure-PyTorch reference the tests compare the kernel against (gsplat's `_isect_tiles`): no
+    # library code calls it, a user does not call a private function; a test's call is no training
+    root = _library(tmp_path, {
+        "tests/test_ops.py": "from kern.ops import _old_path, legacy\n\ndef test_it():\n    assert _old_path(1) == legacy(1)\n",
+        "benchmarks/bench.py": "from kern import ops\nops._older(1)\n",
+    })
+    got = by_scope(scan(root))
+    assert got["_old_path"][0] == "off-path"
+    assert got["_old_path"][1].startswith("named only by tests and benchmarks (tests/test_ops.py): `_old_path`")
+    assert got["_older"][0] == "off-path" and "benchmarks/bench.py" in got["_older"][1]
+    assert got["legacy"][0] == "step"  # public: the library's surface, whoever else calls it
+    assert got["_used"][0] == "step"
+
+
 def test_all_reexport_config_and_decorator_keep_a_private_function(tmp_path):
     root = _library(tmp_path / "a", {"kern/names.py": '__all__ = ["_old_path"]\nfrom kern.ops import _old_path\n'})
     assert by_scope(scan(root))["_old_path"][0] == "step"
