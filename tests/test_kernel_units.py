@@ -159,3 +159,39 @@ def test_a_backward_with_its_own_pytorch_reference_stays_a_switch():
     fs = kernels(("ops/mlp.py", "swiglu_fwd_kernel"), ("ops/mlp.py", "swiglu_bwd_kernel_dgu"))
     tasks, _ = estimate(fs, CATALOG, references=frozenset({"swiglu_dgu"}))
     assert {t.id: t.kind for t in tasks} == {"T-triton-swiglu": "rewrite-kernel", "T-triton-swiglu_dgu": "switch-to-reference"}
+
+
+_CALL_FORM = '''
+import triton
+import triton.language as tl
+
+
+def _scale_fwd(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N)
+    tl.store(Y + offs, x * 2.0, mask=offs < N)
+
+
+_scale_fwd = triton.jit(_scale_fwd)
+_scale_fwd = triton.heuristics({"BLOCK": lambda args: 128})(_scale_fwd)
+
+
+@triton.jit
+def _scale_bwd(DY, DX, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(DX + offs, tl.load(DY + offs, mask=offs < N) * 2.0, mask=offs < N)
+'''
+
+
+def test_a_kernel_made_by_a_call_is_a_kernel_like_a_decorated_one(tmp_path):
+    # unsloth writes `_cross_entropy_forward = triton.jit(_cross_entropy_forward)`: the finding sits at
+    # the call and is measured on the function's body, so the op is costed as the decorator would
+    write_tree(tmp_path, {"ops/scale.py": _CALL_FORM})
+    report = run_scan(Settings(root=tmp_path, cache=False)).report
+    found = {f.details["kernel"]: f for f in report.findings + report.off_path if f.rule == "NR1801"}
+    assert sorted(found) == ["_scale_bwd", "_scale_fwd"]
+    fwd, bwd = found["_scale_fwd"], found["_scale_bwd"]
+    assert fwd.line == 12 and fwd.details["lines"] >= 4 and fwd.details["fingerprint"]
+    assert fwd.details["tl_ops"] == 4  # program_id, arange, load, store: the body was measured
+    tasks = [t for t in report.tasks + [t for feat in report.opt_in for t in feat.tasks] if t.category == "triton"]
+    assert [t.details["kernels"] for t in tasks] == [["_scale_bwd", "_scale_fwd"]]  # one op, forward and backward

@@ -127,6 +127,9 @@ class PythonScanner(Walker):
         self.quiet = 0  # inside an import statement: names there are not references
         self.pending_kernels: list[Hit] = []
         self.autotune_configs: int | None = None
+        # module-level functions by name, for a kernel made by a call (`f = triton.jit(f)`)
+        self.module_functions: dict[str, tuple[cst.FunctionDef, int, int]] = {}
+        self.decorator_calls: set[int] = set()  # `@triton.jit(...)`: the call a decorator holds
         self.setup_strings: dict[int, str] = {}  # id of a requirement string -> its extra ("" for core)
         # The code matchers the catalog uses, in registry order; per event, the matchers that take it.
         matchers = [cls(self, index.patterns[name]) for name, cls in MATCHERS.items() if index.patterns.get(name)]
@@ -395,6 +398,8 @@ class PythonScanner(Walker):
 
     def enter_decorator(self, node: cst.Decorator, line: int) -> None:
         expr = node.decorator
+        if type(expr) is cst.Call:
+            self.decorator_calls.add(id(expr))
         target = expr.func if type(expr) is cst.Call else expr
         q, guarded = self.resolve(target)
         if q is None:
@@ -439,10 +444,25 @@ class PythonScanner(Walker):
         self.finish_scope(scope)
         self.names.scopes.pop()
         if scope.kind == "function":
+            if self.scope.kind == "module" and type(node) is cst.FunctionDef:
+                self.module_functions[node.name.value] = (node, scope.start, line)
             if scope.trains and self.scope.kind == "function":
                 self.scope.trains = True  # a closure's backward() makes its parent a training step
             if scope.kernel_hits:
                 self.describe_kernel(node, scope.kernel_hits, scope.start, line)
+
+    def kernel_by_call(self, node: cst.Call, q: str, line: int, guarded: bool) -> None:
+        """`_fwd = triton.jit(_fwd)`: the decorator applied by a call to a module function defined
+        above is that function's kernel finding, at the call, measured on the function's body."""
+        found = self.module_functions.get(node.args[0].value.value)
+        if found is None:
+            return
+        fn, start, end = found
+        for rule, clause in self.idx.decorators.lookup(q):
+            if rule.costing == "triton-kernel" and bare_ok(clause.args):
+                hit = self.add(rule, clause, line, node, q, guarded, details={"kernel": fn.name.value})
+                if hit is not None:
+                    self.describe_kernel(fn, [hit], start, end)
 
     def describe_kernel(self, node: cst.FunctionDef, hits: list[Hit], start: int, end: int) -> None:
         """Size and shape of a Triton kernel, inputs to its porting cost."""
@@ -600,6 +620,8 @@ class PythonScanner(Walker):
             for rule, clause in self.idx.calls.lookup(q):
                 if self.conditions.args(node, clause.args) and self.use_ok(node, clause):
                     self.add(rule, clause, line, node, q, guarded)
+            if id(node) not in self.decorator_calls and node.args and type(node.args[0].value) is cst.Name:
+                self.kernel_by_call(node, q, line, guarded)
             if q in IMPORT_CALLS and node.args:
                 mod = literal_value(node.args[0].value)
                 if isinstance(mod, str):

@@ -168,6 +168,7 @@ class _Screen:
         self.roots: set[str] = set()  # every module the file may import, and their top-level packages
         self.decorated: set[str] = set()  # functions with decorators (Triton kernels among them)
         self._bind(tree, text)
+        self.wrapped = self._kernels_by_call(tree)  # `f = triton.jit(f)`: f's def is a kernel
         self.travel = ScreenFacts(tree, text)  # where values travel (values.py), for conditions and value matchers
         # Per region: references inside a comparison, and (lazily) the names of its functions.
         self.compared: set[int] = set()
@@ -242,6 +243,19 @@ class _Screen:
             if parts:
                 names.setdefault(name, set()).update(self.candidates(parts))
 
+    def _kernel_call(self, node: ast.AST) -> bool:
+        """`triton.jit(f)`: a kernel decorator applied by a call to a name (python.py `kernel_by_call`)."""
+        if type(node) is not ast.Call or not node.args or type(node.args[0]) is not ast.Name:
+            return False
+        parts = ast_chain(node.func)
+        return bool(parts) and any(rule.costing == "triton-kernel" for q in self.candidates(parts)
+                                   for rule, _clause in self.idx.decorators.lookup(q))
+
+    def _kernels_by_call(self, tree: ast.Module) -> frozenset[str]:
+        """The module functions a module-level call makes kernels of (`_fwd = triton.jit(_fwd)`)."""
+        return frozenset(st.value.args[0].id for st in tree.body
+                         if type(st) is ast.Assign and self._kernel_call(st.value))
+
     def candidates(self, parts: list[str]) -> list[str]:
         rest = "." + ".".join(parts[1:]) if len(parts) > 1 else ""
         out = [head + rest for head in self.names.get(parts[0], ())]
@@ -291,13 +305,13 @@ class _Screen:
                         return True
                     continue
             elif t is ast.Call:
-                if self._call(node):
+                if self._call(node) or (self.wrapped and self._kernel_call(node)):
                     return True
             elif t is ast.Compare:
                 if idx.attributes:  # python.py: testing a dtype or device is not using it
                     self.compared.update(id(n) for n in _walk(node) if type(n) in (ast.Name, ast.Attribute))
             elif t in _DEFS:
-                if any(self._decorator(d) for d in node.decorator_list):
+                if any(self._decorator(d) for d in node.decorator_list) or node.name in self.wrapped:
                     return True
             elif t is ast.Import or t is ast.ImportFrom:
                 if self._import(node):
