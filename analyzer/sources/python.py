@@ -130,6 +130,7 @@ class PythonScanner(Walker):
         # module-level functions by name, for a kernel made by a call (`f = triton.jit(f)`)
         self.module_functions: dict[str, tuple[cst.FunctionDef, int, int]] = {}
         self.decorator_calls: set[int] = set()  # `@triton.jit(...)`: the call a decorator holds
+        self.raising = 0  # inside a `raise` statement: what it reads only builds the exception
         self.setup_strings: dict[int, str] = {}  # id of a requirement string -> its extra ("" for core)
         # The code matchers the catalog uses, in registry order; per event, the matchers that take it.
         matchers = [cls(self, index.patterns[name]) for name, cls in MATCHERS.items() if index.patterns.get(name)]
@@ -168,6 +169,8 @@ class PythonScanner(Walker):
         e[cst.Subscript] = self.enter_subscript
         e[cst.Assert] = self.enter_assert
         lv[cst.Assert] = self.leave_probe_site
+        e[cst.Raise] = self.enter_raise
+        lv[cst.Raise] = self.leave_raise
         if self.on["binary"]:
             e[cst.BinaryOperation] = self.enter_binary
         for block in (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Else):
@@ -216,6 +219,12 @@ class PythonScanner(Walker):
 
     def enter_while(self, node: cst.While, line: int) -> None:
         self.test(node.test, line)
+
+    def enter_raise(self, node: cst.Raise, line: int) -> None:
+        self.raising += 1
+
+    def leave_raise(self, node: cst.Raise, line: int) -> None:
+        self.raising -= 1
 
     def enter_assert(self, node: cst.Assert, line: int) -> None:
         self.probes.push(ProbeSites.ASSERT, node)
@@ -711,8 +720,8 @@ class PythonScanner(Walker):
 
     def check_environ(self, key: cst.CSTNode | None, line: int, node: cst.CSTNode, store: bool = False) -> None:
         name = literal_value(key)
-        if not isinstance(name, str):
-            return
+        if not isinstance(name, str) or (self.raising and not store):
+            return  # (a variable read for an exception's message configures nothing)
         for rx, (rule, clause) in self.idx.environ:
             if rx.fullmatch(name) and not (store and rule.housekeeping and sets_tuning_variable(name)):
                 # (setting a variable that only tunes the CUDA runtime is ignored off CUDA: probes.py)
