@@ -142,6 +142,16 @@ def test_triton_kernels_stay_for_their_launches():
     assert {"NR1801", "NR1803"} <= rules, rules  # the kernel, and its launch in add()
 
 
+@pytest.mark.parametrize("call", ["_scale = triton.jit(_scale)", "if True:\n    _scale = triton.jit(_scale)",
+                                  "triton.jit(_scale)", "def build():\n    return triton.jit(_scale)"])
+def test_a_kernel_made_by_a_call_stays_wherever_the_call_is(call):
+    # python.py reports any call of a kernel decorator on a module function; the screen keeps the
+    # same calls and defs, so screened and full scans agree whatever statement holds the call
+    code = "import triton\nimport triton.language as tl\n\ndef _scale(x_ptr, n):\n" \
+           "    tl.store(x_ptr, tl.load(x_ptr) * 2)\n\n" + call + "\n"
+    assert "NR1801" in {f["rule"] for f in assert_same(code)[0]}
+
+
 def test_decorators_comments_and_crlf_keep_their_lines():
     code = (
         "import torch\r\n"

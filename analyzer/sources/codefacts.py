@@ -848,11 +848,10 @@ class _Walk:
                     self.region = outer
             elif ((type(st) is ast.Try or type(st).__name__ == "TryStar") and st.body and type(st.body[-1]) is ast.Return
                     and st.handlers and not st.orelse and not st.finalbody and i + 1 < len(stmts)
-                    and all(recovery_handler(h) for h in st.handlers)):
+                    and all(failures := [recovery_handler(h) for h in st.handlers])):
                 # `try: return self._forward(x) except RuntimeError as e: if "out of memory" not in str(e):
                 # raise`: the rest of the function runs only after the step ran out of memory
-                failed = ", ".join(dict.fromkeys(recovery_handler(h) for h in st.handlers))
-                self.region = self.recovery(stmts[i + 1].lineno, end, failed, self.region)
+                self.region = self.recovery(stmts[i + 1].lineno, end, ", ".join(dict.fromkeys(failures)), self.region)
             elif (type(st) is ast.If and not st.orelse and type(st.body[-1]) is ast.Return and len(fx.regions) > before
                     and fx.regions[before][0] == st.lineno and _option_only(fx.regions[before][2])):
                 # `if not self.use_aux: return x`: the rest of the function runs only when the test is false

@@ -461,8 +461,9 @@ class PythonScanner(Walker):
                 self.describe_kernel(node, scope.kernel_hits, scope.start, line)
 
     def kernel_by_call(self, node: cst.Call, q: str, line: int, guarded: bool) -> None:
-        """`_fwd = triton.jit(_fwd)`: the decorator applied by a call to a module function defined
-        above is that function's kernel finding, at the call, measured on the function's body."""
+        """`_fwd = triton.jit(_fwd)`: the decorator applied by a call (anywhere in the file: screen.py
+        `_kernels_by_call` keeps the same calls) to a module function defined above is that function's
+        kernel finding, at the call, measured on the function's body."""
         found = self.module_functions.get(node.args[0].value.value)
         if found is None:
             return

@@ -252,9 +252,15 @@ class _Screen:
                                    for rule, _clause in self.idx.decorators.lookup(q))
 
     def _kernels_by_call(self, tree: ast.Module) -> frozenset[str]:
-        """The module functions a module-level call makes kernels of (`_fwd = triton.jit(_fwd)`)."""
-        return frozenset(st.value.args[0].id for st in tree.body
-                         if type(st) is ast.Assign and self._kernel_call(st.value))
+        """The functions a call of a kernel decorator names, wherever the call is (`_fwd =
+        triton.jit(_fwd)`, `return triton.jit(_fwd)`): python.py `kernel_by_call` reports any such
+        call of a module function, so the call and the def both stay. Only a file that may import a
+        kernel decorator's package is walked."""
+        roots = {name.split(".")[0] for name, entries in self.idx.decorators.exact.items()
+                 if any(rule.costing == "triton-kernel" for rule, _clause in entries)}
+        if not roots & self.roots:
+            return frozenset()
+        return frozenset(n.args[0].id for n in _walk(tree) if self._kernel_call(n))
 
     def candidates(self, parts: list[str]) -> list[str]:
         rest = "." + ".".join(parts[1:]) if len(parts) > 1 else ""
