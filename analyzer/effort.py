@@ -931,6 +931,11 @@ class _Planner:
           PTX line (ptx_lines: the file's device code is ported as one unit);
         - a CUDA header with no kernel and no device code of its own that kernel sources include: a
           site of the first including kernel file's finding (support_headers);
+        - a host C++ source with no kernel and no device code whose name pairs it with a kernel source
+          of its directory or a folder in it (`Adam.cpp` and `AdamCUDA.cu`, `rw.cpp` and `cuda/rw_cuda.cu`):
+          a site of that source's finding (bindings);
+        - a Triton import line of a file whose kernel has a finding in the same task: a site of the
+          file's first kernel (kernel_imports);
         - a further import line of one GPU-only library in its task, in any file (library_imports);
         - a further finding of one rule in one Python function of one task (repeated_in_function).
         A site keeps its context and its task, and so its cost: the figures do not change."""
@@ -982,6 +987,8 @@ class _Planner:
                 if near:
                     out[i] = min(near, key=lambda j: (abs(self.findings[j].line - f.line), self.findings[j].line))
         out.update(self.launchers(task_of, order))
+        out.update((i, j) for i, j in self.bindings(task_of, order).items() if i not in out)
+        out.update(self.kernel_imports(task_of, order))
         out.update(self.ptx_lines(task_of, order))
         out.update((i, j) for i, j in self.support_headers(task_of, order).items() if i not in out)
         out.update(self.library_imports(order, task_of))
@@ -1034,6 +1041,50 @@ class _Planner:
                 hit = self.nearest_kernel_file(i, includes, task_of, kernel_file)
                 if hit is not None:
                     out[i] = hit
+        return out
+
+    def bindings(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
+        """A host C++ source (not a header) with no kernel and no device code of its own, beside kernel
+        sources of its task and context in the same directory or a folder directly in it (`csrc/rw.cpp`,
+        `csrc/cuda/rw_cuda.cu`), whose name pairs it with one of them: the same stem once
+        `cuda`/`kernel`/`gpu` suffixes go (`Adam.cpp`, `AdamCUDA.cu`), or a stem of four letters or more
+        that the kernel source's begins with (`Projection.cpp`, `ProjectionEWA3DGSFused.cu`): a site of
+        that source's finding (the first by path). It is the
+        binding of those kernels, which a port replaces together with them (an `@nki_op` registration
+        instead of a pybind11 module), whatever the two include."""
+        kernel_file = self.kernel_files(task_of, order)
+        out: dict[int, int] = {}
+        for i in order if kernel_file else ():
+            f = self.findings[i]
+            k = f.kernel_facts
+            if not self.cuda_file(f) or f.path.endswith(HEADER_SUFFIXES) or k.kernels or k.device_code \
+                    or k.thread_index or k.prebuilt:
+                continue
+            folder, stem = _binding_stem(f.path)
+            paired = sorted(p for (tid, ctx, p) in kernel_file if (tid, ctx) == (task_of[i], f.context)
+                            and p != f.path and _pairs(folder, stem, *_binding_stem(p)))
+            if paired:
+                out[i] = kernel_file[(task_of[i], f.context, paired[0])]
+        return out
+
+    def kernel_imports(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
+        """A Triton import line (`import triton`, `import triton.language as tl`) of a file whose Triton
+        kernel has a finding in the same task and context: a site of the file's first kernel. The import
+        exists for those kernels and goes when they are rewritten. An import in a file that only
+        launches or names Triton stays an item of the Triton plumbing task (guard it, replace
+        `triton.cdiv`)."""
+        first: dict[tuple[str, str, str], int] = {}
+        for i in order:
+            f = self.findings[i]
+            if self.costing(f) == "triton-kernel" and f.kernel_facts.kernel:
+                first.setdefault((task_of[i], f.context, f.path), i)
+        out: dict[int, int] = {}
+        for i in order if first else ():
+            f = self.findings[i]
+            if f.category == "triton" and self.costing(f) == "catalog" and f.snippet.startswith(("import ", "from ")):
+                j = first.get((task_of[i], f.context, f.path))
+                if j is not None:
+                    out[i] = j
         return out
 
     def ptx_lines(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
@@ -1153,6 +1204,23 @@ def size(rule: Rule, fs: list[Finding], rate: float = RATE_SITES) -> float:
     for f in fs:
         per_file[f.path] = max(per_file.get(f.path, 0.0), weight(f))
     return growth(sum(per_file.values()), RATE_FILES)
+
+
+_BINDING_SUFFIX = re.compile(r"(?:cuda|kernels?|gpu|cu)+$")
+
+
+def _binding_stem(path: str) -> tuple[str, str]:
+    """(folder, stem) of a native source as bindings pair with kernels: the stem lower-cased, without
+    separators and trailing `cuda`/`kernel`/`gpu` words (`AdamCUDA.cu` -> adam, `rw_cuda.cu` -> rw)."""
+    p = PurePosixPath(path)
+    stem = re.sub(r"[^a-z0-9]", "", p.stem.lower())
+    return str(p.parent), _BINDING_SUFFIX.sub("", stem) or stem
+
+
+def _pairs(folder: str, stem: str, kernel_folder: str, kernel_stem: str) -> bool:
+    """A binding (folder, stem) and a kernel source (folder, stem) that go together (bindings)."""
+    near = kernel_folder == folder or PurePosixPath(kernel_folder).parent == PurePosixPath(folder)
+    return near and (kernel_stem == stem or (len(stem) >= 4 and kernel_stem.startswith(stem)))
 
 
 def _unique(values) -> str | None:

@@ -67,7 +67,8 @@ def test_a_triton_kernels_decorator_launch_and_wrappers_check_are_sites_of_the_k
     tid = task_of(report, "NR1801", kernel.line)
     assert {task_of(report, r, n) for r, n in (("NR1802", 5), ("NR1803", 14), ("NR1019", 12))} == {tid}
     d = report.to_dict()
-    assert d["summary"]["sites"] == 3 and d["summary"]["items"] == d["summary"]["findings"] - 3
+    assert got[("NR1805", 2)] == f"NR1801 model.py:{kernel.line}"  # the import goes with the kernel
+    assert d["summary"]["sites"] == 4 and d["summary"]["items"] == d["summary"]["findings"] - 4
     assert [f["part_of"] for f in d["findings"] if f["rule"] == "NR1802"] == [f"NR1801 model.py:{kernel.line}"]
 
 
@@ -190,19 +191,20 @@ def test_renderers_list_a_site_under_its_primary(tmp_path):
     report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
     n = len(report.findings)
     out = text.render(report)
-    assert "also at model.py:5 (NR1802), model.py:12 (NR1019), model.py:14 (NR1803)\n" in out
-    assert f"{n - 3} findings in" in out and "3 more sites of these edits" in out
+    assert "also at model.py:2 (NR1805), model.py:5 (NR1802), model.py:12 (NR1019), model.py:14 (NR1803)\n" in out
+    assert f"{n - 4} findings in" in out and "4 more sites of these edits" in out
     assert not any(f" {r} " in line for line in out.splitlines() for r in ("NR1802", "NR1019", "NR1803"))
+    assert " 2:1  NR1805 " not in out  # (model.py:3's NR1805 is listed off the path: it repeats that import)
     md = markdown.render(report)
-    assert "also at `model.py:5` (NR1802), `model.py:12` (NR1019), `model.py:14` (NR1803) |" in md
-    assert f"{n - 3} findings (+3 sites of their edits)" in md
+    assert "also at `model.py:2` (NR1805), `model.py:5` (NR1802), `model.py:12` (NR1019), `model.py:14` (NR1803) |" in md
+    assert f"{n - 4} findings (+4 sites of their edits)" in md
     # no row is NR1802's, so its remedy and link are in the row of the kernel it is a site of
     assert md.count(f"[NR1802]({common.rule_url('NR1802')}): ") == 1
     results = json.loads(sarif.render(report))["runs"][0]["results"]
-    assert len(results) == n - 3 and not {"NR1802", "NR1019", "NR1803"} & {r["ruleId"] for r in results}
+    assert len(results) == n - 4 and not {"NR1805", "NR1802", "NR1019", "NR1803"} & {r["ruleId"] for r in results}
     related = {r["ruleId"]: [x["physicalLocation"]["region"]["startLine"] for x in r.get("relatedLocations", ())]
                for r in results}
-    assert related["NR1801"] == [5, 12, 14]
+    assert related["NR1801"] == [2, 5, 12, 14]
 
 
 def test_the_html_report_counts_items_and_names_their_sites(tmp_path):
@@ -210,8 +212,8 @@ def test_the_html_report_counts_items_and_names_their_sites(tmp_path):
 
     report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": TRITON_MODEL}))
     page = html.render(report)
-    assert f"default configuration ({len(report.findings) - 3})" in page
-    assert "also at model.py:5 (NR1802)" in page and "model.py:12 (NR1019)" in page and "model.py:14 (NR1803)" in page
+    assert f"default configuration ({len(report.findings) - 4})" in page
+    assert "also at model.py:2 (NR1805), model.py:5 (NR1802)" in page and "model.py:12 (NR1019)" in page and "model.py:14 (NR1803)" in page
 
 
 LAUNCH_SETUP = """\
@@ -494,7 +496,12 @@ def test_a_launch_of_a_kernel_defined_in_another_file_is_its_site_unless_the_nam
     own = kernel + "\ndef run(x):\n    _double_kernel[(1,)](x, x.numel())\n    return x\n"
     report = scan(tree(tmp_path / "one", {"train.py": TRAIN, "kernels.py": kernel, "other.py": "",
                                           "model.py": caller.format(ret="x")}))
-    assert sites(report)[("NR1803", 7)] == "NR1801 kernels.py:4"
+    got = sites(report)
+    assert got[("NR1803", 7)] == "NR1801 kernels.py:4"
+    # the kernel file's Triton import goes with its kernel; the caller's (for `triton.cdiv`) is the
+    # Triton plumbing task's own item
+    assert got[("NR1805", 1)] == "NR1801 kernels.py:4" and got[("NR1805", 2)] == ""
+    assert task_of(report, "NR1805", 2) != task_of(report, "NR1801", 4)
     # a second kernel of that name on the path, launched in its own file: that launch is its site, but
     # which of the two the first launch calls is not the scan's to guess
     report = scan(tree(tmp_path / "two", {"train.py": TRAIN, "kernels.py": kernel, "other.py": own,
@@ -547,3 +554,74 @@ def test_further_findings_of_one_rule_in_one_function_are_sites_of_its_first(tmp
     assert got[("NR1007", 15)] == ""  # another function: another edit, its own item
     d = report.to_dict()
     assert d["summary"]["sites"] == sum(1 for v in got.values() if v)
+
+
+BINDING_SETUP = """\
+    from setuptools import setup
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+    setup(name="ops", ext_modules=[CUDAExtension("ops._ext", [
+        "csrc/Adam.cpp", "csrc/AdamCUDA.cu", "csrc/rw.cpp", "csrc/cuda/rw_cuda.cu", "csrc/ext.cpp"])],
+          cmdclass={"build_ext": BuildExtension})
+    """
+
+BINDING = """\
+    #include <torch/extension.h>
+    #include <c10/cuda/CUDAGuard.h>
+
+    void launch_{op}_kernel(at::Tensor x);
+
+    void {op}(at::Tensor x) {{
+        const at::cuda::OptionalCUDAGuard guard(x.device());
+        launch_{op}_kernel(x);
+    }}
+    """
+
+BOUND_KERNEL = """\
+    #include <ATen/cuda/CUDAContext.h>
+
+    __global__ void {op}_kernel(float *x, int n) {{
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] *= 2;
+    }}
+
+    void launch_{op}_kernel(at::Tensor x) {{
+        {op}_kernel<<<1, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), x.numel());
+    }}
+    """
+
+
+def test_a_host_binding_named_after_its_kernel_source_is_its_site_and_an_unpaired_one_stays(tmp_path):
+    report = scan(tree(tmp_path, {
+        "setup.py": BINDING_SETUP, "csrc/Adam.cpp": BINDING.format(op="adam"),
+        "csrc/AdamCUDA.cu": BOUND_KERNEL.format(op="adam"), "csrc/rw.cpp": BINDING.format(op="rw"),
+        "csrc/cuda/rw_cuda.cu": BOUND_KERNEL.format(op="rw"), "csrc/ext.cpp": BINDING.format(op="ext")}))
+    per_file = {f.path: f for f in report.findings if f.rule in ("NR1703", "NR1704")}
+    adam, rw = per_file["csrc/AdamCUDA.cu"], per_file["csrc/cuda/rw_cuda.cu"]
+    assert per_file["csrc/Adam.cpp"].part_of == f"NR1703 {adam.path}:{adam.line}"  # AdamCUDA: stem adam
+    assert per_file["csrc/rw.cpp"].part_of == f"NR1703 {rw.path}:{rw.line}"  # a kernel folder in its folder
+    assert per_file["csrc/ext.cpp"].part_of == ""  # no kernel source of its name: the extension's own binding
+    assert adam.part_of == rw.part_of == ""
+    d = report.to_dict()
+    assert d["summary"]["sites"] == 2
+    # sites keep their cost: the task's figures are those of the same tree without pairing names
+    renamed = scan(tree(tmp_path / "renamed", {
+        "setup.py": BINDING_SETUP.replace("Adam.cpp", "Bind1.cpp").replace("rw.cpp", "Bind2.cpp"),
+        "csrc/Bind1.cpp": BINDING.format(op="adam"), "csrc/AdamCUDA.cu": BOUND_KERNEL.format(op="adam"),
+        "csrc/Bind2.cpp": BINDING.format(op="rw"), "csrc/cuda/rw_cuda.cu": BOUND_KERNEL.format(op="rw"),
+        "csrc/ext.cpp": BINDING.format(op="ext")}))
+    assert renamed.to_dict()["summary"]["sites"] == 0
+    assert renamed.to_dict()["summary"]["effort"] == d["summary"]["effort"]
+
+
+def test_binding_names_pair_by_stem_or_a_long_prefix_in_the_folder_or_one_below():
+    from neuron_ready.effort import _binding_stem, _pairs
+
+    def pairs(binding: str, kernel: str) -> bool:
+        return _pairs(*_binding_stem(binding), *_binding_stem(kernel))
+
+    assert _binding_stem("csrc/AdamCUDA.cu") == ("csrc", "adam") and _binding_stem("a/rw_cuda_kernel.cu") == ("a", "rw")
+    assert pairs("csrc/Projection.cpp", "csrc/ProjectionEWA3DGSFused.cu")  # a stem of four letters or more
+    assert not pairs("csrc/rw.cpp", "csrc/rwx_cuda.cu")  # a short stem pairs only whole
+    assert pairs("csrc/rw.cpp", "csrc/cuda/rw_cuda.cu") and not pairs("csrc/rw.cpp", "csrc/a/b/rw_cuda.cu")
+    assert not pairs("csrc/cpu/rw.cpp", "csrc/cuda/rw_cuda.cu")  # a sibling folder: the CPU build's file
