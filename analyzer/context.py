@@ -84,6 +84,17 @@ OTHER_ACCELERATORS = {
     "mps": "Apple GPUs (MPS)", "metal": "Apple GPUs (MPS)", "hpu": "Intel Gaudi (HPU)", "gaudi": "Intel Gaudi (HPU)",
     "habana": "Intel Gaudi (HPU)", "mlu": "Cambricon MLUs", "musa": "Moore Threads GPUs",
 }
+
+
+def accelerator_feature(name: str) -> str:
+    """The opt-in feature of another accelerator's code: "AMD GPUs (ROCm)" -> `amd-gpus`."""
+    return name.split(" (")[0].lower().replace(" ", "-")
+
+
+# Features that are another accelerator's code: listed apart, never costed (report.py `_parts`).
+ACCELERATOR_FEATURES = frozenset(accelerator_feature(n) for n in OTHER_ACCELERATORS.values())
+# What an ["accel", name] condition (codefacts `rocm_test`) tests, by its feature name.
+ACCEL_TESTS = {"amd-gpus": "true only in a ROCm build, for AMD GPUs"}
 # Folders of evaluation code. `generation/` holds what decodes with a trained model (samplers, logits
 # warpers, beam search); a folder named for a serving engine is its plugin (`optimum/neuron/vllm/`).
 SERVING_ENGINES = ("vllm", "sglang", "tgi", "text_generation_server", "text-generation-inference", "tensorrt_llm",
@@ -399,6 +410,8 @@ class Defaults:
             return self.torch_version(cond[1], cond[2])
         if op == "fails":
             return False  # the step failed (codefacts `recovery`): not in a run that trains as configured
+        if op == "accel":
+            return False  # a ROCm build (codefacts `rocm_test`): the job runs on CUDA GPUs or Trainium
         if op == "oattr":
             return self.attribute(cond[1], depth)
         if op == "isa":
@@ -682,6 +695,8 @@ class Defaults:
                 parts.append(f"{'/'.join(params) or name} defaults to {_show(self.attribute(name))}")
             elif kind == "fails":
                 parts.append("error recovery: runs only after the training step failed")
+            elif kind == "accel":
+                parts.append(f"{ACCEL_TESTS[name]}; the job runs on NVIDIA GPUs or Trainium")
             elif kind == "torchver" and self.torch_range is not None:
                 lo, hi = self.torch_range
                 parts.append(f"PyTorch on this target is {lo[0]}.{lo[1]} or later" if hi is None
@@ -745,6 +760,9 @@ def _names(cond: list):
         return
     elif cond[0] == "fails":
         yield "fails", "error-recovery"
+        return
+    elif cond[0] == "accel":
+        yield "accel", accelerator_feature(OTHER_ACCELERATORS[cond[1]])
         return
     elif cond[0] == "pred":
         yield "pred", cond[1]  # the helper's name (describe() reads its body); its arguments are no settings
@@ -812,7 +830,11 @@ def _param_default(cond: list, name: str):
 
 
 def _feature(cond: list) -> str:
-    for kind, name in _names(cond):
+    names = list(_names(cond))
+    for kind, name in names:
+        if kind == "accel":  # `not SKIP_BUILD and IS_ROCM`: the accelerator is what the branch is for
+            return name
+    for kind, name in names:
         return name.rsplit(".", 1)[-1] if kind == "pred" else name
     return "condition"
 
@@ -2323,6 +2345,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     first_party_headers(findings, set(info_by))
     build_scripts(findings, info_by)
     chosen_cuda_builds(findings, info_by)
+    other_accelerator_builds(findings, info_by, reach, defaults)
     optional_modules(findings, info_by, graph.modules)
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])},
                           set(info_by))
@@ -2647,6 +2670,31 @@ def build_scripts(findings: list[Finding], info_by: dict) -> None:
             f.details["context_reason"] = "build script: runs on the build host when the package is built, not in training"
 
 
+def other_accelerator_builds(findings: list[Finding], info_by: dict, reach, defaults: Defaults) -> None:
+    """An extension a build script declares only under a test for another accelerator's build
+    (`elif IS_ROCM:`, `if IS_HIP_EXTENSION:`: codefacts `rocm_test`) is that accelerator's build: its
+    build line and the sources only it compiles are opt-in behind the same gate, as a `rocm/` folder
+    is. The job never builds it, on NVIDIA GPUs today or on Trainium after the port."""
+    gated: dict[str, Gate] = {}
+    for e in reach.extensions:
+        code = info_by[e.build].facts.get("code") if e.build in info_by else None
+        gate = line_gate(code, e.line, e.build, defaults) if code else None
+        if gate is not None and gate.feature in ACCEL_TESTS:
+            gated[e.id] = gate
+    if not gated:
+        return
+    for f in findings:
+        if f.context != "step" or f.category != "custom-cuda":
+            continue
+        ext = reach.extension_of.get(f.path) or reach.build_site(f.path, f.line)
+        gate = gated.get(ext)
+        if gate is not None:
+            f.context, f.gate = "opt-in", gate.text
+            f.details["feature"] = gate.feature
+            f.details["context_reason"] = (f"another accelerator's build: `{ext.split('#', 1)[0]}` is declared "
+                                           "only under that test")
+
+
 def chosen_cuda_builds(findings: list[Finding], info_by: dict) -> None:
     """A CUDA build that a build script chooses beside a CPU build of the same ops (builds.py
     `cuda_choices`: `Ext = CppExtension if suffix == "cpu" else CUDAExtension`, `extension =
@@ -2866,7 +2914,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
     context, gate, reason = "step", None, ""
     accel = accelerator_of(f.path)
     if accel is not None:
-        context, gate = "opt-in", Gate(accel.split(" (")[0].lower().replace(" ", "-"), f"only on {accel}")
+        context, gate = "opt-in", Gate(accelerator_feature(accel), f"only on {accel}")
     elif code and neuron_file(code, facts) and f.category in NEURON_CATEGORIES:
         context, reason = "neuron-native", "this file already targets Neuron or XLA"
     elif code and neuron_scope(code, f.scope) and f.category in NEURON_CATEGORIES:

@@ -52,8 +52,9 @@ def _parts(off_path: list[Finding], catalog: Catalog, reach, references, target:
             evaluation.append(i)
 
     def part(name: str, gate: str, idx: list[int]) -> Part:
-        # Kernels for another accelerator are not a Trainium port: listed, never costed.
-        chosen = [] if gate.startswith("only on ") else [off_path[i] for i in idx]
+        # Code for another accelerator, or run only on a CUDA device, is not a Trainium port: listed, never costed.
+        skipped = name in context_mod.ACCELERATOR_FEATURES or gate.startswith("only on ")
+        chosen = [] if skipped else [off_path[i] for i in idx]
         tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation", references=references,
                               target=target, compiled=compiled, cpu_twins=twins)
         for t in tasks:  # task findings index the part's own list; report them as off_path indices
@@ -119,7 +120,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     included: set[str] = set()
     for f in findings:
         feature = f.details.get("feature")
-        if f.context == "step" or (f.context == "opt-in" and ("all" in include or feature in include)):
+        # `all` is every feature the user may keep: another accelerator's code is no Trainium port
+        every = "all" in include and feature not in context_mod.ACCELERATOR_FEATURES
+        if f.context == "step" or (f.context == "opt-in" and (every or feature in include)):
             if f.context == "opt-in":
                 included.add(str(feature))
             on_path.append(f)

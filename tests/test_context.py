@@ -115,6 +115,72 @@ def test_kernels_for_other_accelerators_are_not_costed():
     assert accelerator_of("models/relationship_net/hipster.py") is None  # words, not substrings
 
 
+def test_code_and_builds_only_a_rocm_test_admits_are_another_accelerators(tmp_path):
+    root = tree(tmp_path, {
+        "setup.py": """\
+            import os
+            from setuptools import setup
+            from torch.utils.cpp_extension import BuildExtension, CUDAExtension, IS_HIP_EXTENSION
+
+            SKIP = os.getenv("SKIP_CUDA_BUILD", "FALSE") == "TRUE"
+            ext_modules = []
+            if not SKIP and not IS_HIP_EXTENSION:
+                ext_modules.append(CUDAExtension("ops._C", ["csrc/ops.cu"]))
+            elif not SKIP and IS_HIP_EXTENSION:
+                ext_modules.append(CUDAExtension("ops._C", ["csrc/ops_hip.cu"]))
+            setup(name="ops", ext_modules=ext_modules, cmdclass={"build_ext": BuildExtension})
+            """,
+        "csrc/ops.cu": "__global__ void k(float *x) { x[threadIdx.x] *= 2; }\n",
+        "csrc/ops_hip.cu": "__global__ void k(float *x) { x[threadIdx.x] *= 3; }\n",
+        "ops/__init__.py": """\
+            import torch
+            from ops import _C
+
+            def double(x):
+                if torch.version.hip:
+                    torch.cuda.synchronize()
+                elif is_rocm_available():
+                    torch.cuda.empty_cache()
+                else:
+                    torch.cuda.ipc_collect()
+                return _C.k(x)
+
+            def is_rocm_available():
+                return torch.version.hip is not None
+            """,
+    })
+    report = scan(root)
+    by = {(f.path, f.line): f for f in report.findings + report.off_path}
+    assert by[("setup.py", 8)].context == by[("csrc/ops.cu", 1)].context == "step"  # the CUDA build: ported
+    for key in (("setup.py", 10), ("csrc/ops_hip.cu", 1), ("ops/__init__.py", 6), ("ops/__init__.py", 8)):
+        f = by[key]
+        assert f.context == "opt-in" and f.details["feature"] == "amd-gpus", key
+        assert "true only in a ROCm build, for AMD GPUs" in f.gate, key
+    assert by[("ops/__init__.py", 10)].context == "step"  # the else of the ROCm tests: the CUDA path
+    assert "not SKIP and IS_HIP_EXTENSION" in by[("setup.py", 10)].gate
+    # listed apart like a `rocm/` folder, never costed, and not added by `--include-opt-in all`
+    (amd,) = [p for p in report.opt_in if p.name == "amd-gpus"]
+    assert amd.estimate.p50 == 0 and len(amd.findings) == 4
+    kept = run_scan(Settings(root=root, cache=False, include_opt_in=["all"])).report
+    assert kept.estimate.p50 == report.estimate.p50
+
+
+def test_a_rocm_test_is_a_name_or_call_that_says_so_and_nothing_wider():
+    import ast
+
+    from neuron_ready.sources.codefacts import rocm_test
+
+    def test(expr: str) -> bool:
+        return rocm_test(ast.parse(expr, mode="eval").body)
+
+    for yes in ("torch.version.hip", "IS_ROCM", "IS_HIP_EXTENSION", "is_hip()", "utils.is_rocm_available()",
+                "USE_ROCM", "ROCM", "_is_hip"):
+        assert test(yes), yes
+    for no in ("hip", "is_hip(x)", "hip_kernel", "rocm_path", "is_cuda", "IS_ROCM_OR_CUDA", "torch.version.cuda",
+               "is_hip_or_rocm"):
+        assert not test(no), no
+
+
 # ------------------------------------------------------------------------------------------ trees
 
 

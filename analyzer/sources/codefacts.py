@@ -298,7 +298,8 @@ class _Facts:
         """A condition as a small tree: ["opt", name], ["field", name] (a field of a configuration object
         known by its annotation), ["env", NAME], ["lit", v], ["not", c],
         ["and"/"or", c...], ["cmp", op, c, c], ["in", c, [values]], ["fails", what] (a test that the
-        step failed: `"out of memory" in str(e)`, or a handler for `OverflowError`), ["?"]."""
+        step failed: `"out of memory" in str(e)`, or a handler for `OverflowError`), ["accel", "rocm"]
+        (a test that holds only in a ROCm build: rocm_test), ["?"]."""
         t = type(node)
         if t is ast.BoolOp:
             return ["and" if type(node.op) is ast.And else "or", *(self.cond(v, params) for v in node.values)]
@@ -308,6 +309,8 @@ class _Facts:
             return version
         if (oom := _oom_test(node)) is not None:
             return ["fails", "out of memory"] if oom else ["not", ["fails", "out of memory"]]
+        if rocm_test(node):
+            return ["accel", "rocm"]
         if t is ast.Compare and len(node.ops) == 1:
             op = type(node.ops[0]).__name__
             right = node.comparators[0]
@@ -1929,7 +1932,8 @@ _CAPABILITY_FLAG = re.compile(r"(?i)^_*(has|have|is|can)_|available|installed|su
 def _has_config(c: list) -> bool:
     if not c:
         return False
-    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa", "torchver", "fails"):
+    if c[0] in ("opt", "field", "env", "flag", "param", "train", "oattr", "arg", "pred", "isa", "torchver", "fails",
+                "accel"):
         return True
     return any(_has_config(x) for x in c[1:] if type(x) is list)
 
@@ -2001,6 +2005,32 @@ _TORCH_FLAG_OPS = {"": "GtE", "greater_or_equal": "GtE", "greater_equal": "GtE",
                    "ge": "GtE", "less_equal": "LtE", "le": "LtE", "less_than": "Lt", "less": "Lt", "lt": "Lt",
                    "greater": "Gt", "gt": "Gt"}
 _VERSION_OPS = {">=": "GtE", ">": "Gt", "<": "Lt", "<=": "LtE", "==": "Eq"}
+
+
+# Words of a name that tests for a ROCm build besides `rocm`/`hip` itself (`IS_HIP_EXTENSION`,
+# `is_rocm_available()`, `USE_ROCM`, `BUILD_FOR_HIP`).
+_ROCM_TEST_WORDS = frozenset({"is", "use", "using", "with", "build", "built", "for", "has", "on", "extension",
+                              "platform", "available", "enabled", "torch", "backend", "target", "running", "device"})
+
+
+def rocm_test(node: ast.AST) -> bool:
+    """A test that holds only in a ROCm (AMD GPU) build of PyTorch or of the project: `torch.version.hip`,
+    `IS_ROCM`, `IS_HIP_EXTENSION` (torch.utils.cpp_extension), `is_hip()`, `is_rocm_available()`, with no
+    argument. The job runs on CUDA GPUs today and on Trainium after the port, never on ROCm, so what only
+    such a test guards is another accelerator's code (context.py costs it like a `rocm/` folder)."""
+    if type(node) is ast.Call:
+        if node.args or node.keywords:
+            return False
+        node = node.func
+    parts = _chain(node)
+    if not parts:
+        return False
+    if parts[-2:] == ["version", "hip"]:
+        return True
+    words = [w for w in parts[-1].lower().strip("_").split("_") if w]
+    return (sum(w in ("rocm", "hip") for w in words) == 1
+            and all(w in ("rocm", "hip") or w in _ROCM_TEST_WORDS for w in words) and len(words) > 1
+            or words in (["rocm"], ["hip"]) and type(node) is ast.Name and node.id.isupper())
 
 
 def torch_version_test(node: ast.AST) -> list | None:
