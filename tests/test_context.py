@@ -11,6 +11,7 @@ import pytest
 
 from conftest import FIXTURES
 from scanning import write_tree as tree
+from test_cuda_checks import TRAIN
 from neuron_ready.config import Settings
 from neuron_ready.context import UNKNOWN, Defaults, accelerator_of
 from neuron_ready.engine import run_scan
@@ -1416,3 +1417,92 @@ def test_an_arm_of_a_conditional_expression_on_a_capability_is_a_kernel_branch()
         assert len(marked) == 1
         line, col, end, end_col = marked[0][9]
         assert src.splitlines()[line - 1][col - 1:end_col] == kernel_arm + "(x, y)"
+
+
+def test_a_fallback_binding_of_a_guarded_import_calls_nothing(tmp_path):
+    # `f = None` in the except branch of a guarded import rebinds the name; it runs none of `f`'s code.
+    # What only a decode method calls stays off the default path, in library mode (every module's code
+    # runs on import) and from an entry whose loop calls `opt.step()` on a `torch.optim` optimizer (that
+    # is `SGD.step`, not the model's `step`).
+    files = {
+        "ops/__init__.py": "",
+        "ops/update.py": """\
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def _update_kernel(x_ptr):
+                tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+            def state_update(x):
+                _update_kernel[(1,)](x)
+                return x
+            """,
+        "model.py": """\
+            import torch
+            try:
+                from ops.update import state_update
+            except ImportError:
+                state_update = None
+
+            class Net(torch.nn.Linear):
+                def __init__(self):
+                    super().__init__(4, 4)
+
+                def forward(self, x, inference_params=None):
+                    if inference_params is not None:
+                        return self.step(x)
+                    return super().forward(x)
+
+                def step(self, x):
+                    return state_update(x)
+            """,
+    }
+    for mode, extra in (("library", {}), ("entries", {"train.py": TRAIN})):
+        report = scan(tree(tmp_path / mode, {**files, **extra}))
+        assert report.to_dict()["reach"]["mode"] == mode
+        kernel = next(f for f in report.findings + report.off_path if f.rule == "NR1801")
+        assert kernel.context == "evaluation", mode  # `if inference_params is not None:` (off by default, named for inference)
+        assert not any(f.path == "ops/update.py" for f in report.findings), mode
+
+
+def test_a_local_bound_once_to_a_pytorch_class_calls_that_class():
+    import ast
+
+    from neuron_ready.sources.codefacts import code_facts
+
+    def refs(src: str, scope: str = "main") -> set[str]:
+        src = textwrap.dedent(src)
+        return {r for r, _ in code_facts(ast.parse(src), "train", False, src)["refs"].get(scope, [])}
+
+    got = refs("""\
+        import torch
+        from torch.amp import GradScaler
+
+        def main(model, opt2):
+            opt = torch.optim.AdamW(model.parameters())
+            scaler = GradScaler()
+            sched = build_scheduler(opt)
+            again = torch.optim.SGD([])
+            again = torch.optim.SGD([])
+            scaler.step(opt)
+            opt.step()
+            sched.step()
+            again.step()
+            opt2.step()
+        """)
+    assert {"q:torch.optim.AdamW.step", "q:torch.amp.GradScaler.step"} <= got
+    # a factory's result, a name bound twice and a parameter say nothing of their class: by name
+    assert "a:step" in got and not any(r.startswith("q:torch.optim.SGD.") for r in got)
+    assert refs("""\
+        import torch
+        opt = torch.optim.SGD([])
+        opt.step()
+        """, "") >= {"q:torch.optim.SGD.step"}
+    # a rebinding is no use: `f = None` after a guarded import references nothing
+    assert refs("""\
+        try:
+            from ops import f
+        except ImportError:
+            f = None
+        """, "") == set()

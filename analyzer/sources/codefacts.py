@@ -197,6 +197,9 @@ class _Facts:
         self.is_package = is_package
         self.bindings: dict[str, str] = {}  # top-level name -> qualified name (imports)
         self.local: set[str] = set()  # top-level defs and classes
+        # names of the scope being walked bound once to a PyTorch object it constructs (`opt =
+        # torch.optim.SGD(...)`): `opt.step` is that class's method, never a project method named `step`
+        self.made: dict[str, str] = {}
         self.defs: dict[str, list] = {}
         self.refs: dict[str, dict[str, list[int]]] = {}
         # per scope, the names of `a:` references made on `self`/`cls` (with the class) and on anything else
@@ -283,6 +286,8 @@ class _Facts:
                 return "l:" + ".".join([scope, *parts])
         if head in ("self", "cls") and cls is not None and len(parts) > 1:
             return "a:" + parts[1]
+        if len(parts) > 1 and head in self.made:
+            return "q:" + ".".join([self.made[head], *parts[1:]])
         q = self.bindings.get(head)
         if q is not None:
             return "q:" + ".".join([q, *parts[1:]])
@@ -582,6 +587,7 @@ class _Walk:
         self.cuda_aliases = frozenset(f"{name}()" for name, ref in self.fx.bindings.items() if ref in _CHECK_CALLS)
         self.cuda_locals = self.cuda_aliases
         self.names_cuda = self.fx.text is None or "cuda" in self.fx.text or "nccl" in self.fx.text
+        self.fx.made = _made_locals(tree.body, _assign_counts(tree.body), self.fx.bindings)
         self.body(tree.body)
 
     # ------------------------------------------------------------------ statements
@@ -715,11 +721,12 @@ class _Walk:
         if sig := _signature(node):
             fx.signatures[name] = sig
         saved = (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
-                 self.type_only, fx.config_reads)
+                 self.type_only, fx.config_reads, fx.made)
         self.scope, self.region, self.nest = name, -1, 0
         fx.config_params = _config_objects(node)[0]
         inner, rebound = _statement_names(node)
         self.type_only = _type_only_locals(node, rebound)
+        fx.made = _made_locals(node.body, rebound, fx.bindings, _param_names(node))
         aliases = {a for a in self.cuda_aliases if a[:-2] not in rebound and a[:-2] not in inner}
         self.cuda_locals = _cuda_locals(node.body, rebound, node.args, (self.cuda_attrs if self.cls else frozenset()) | aliases)
         if self.names_cuda:
@@ -774,7 +781,7 @@ class _Walk:
         self.nested.pop()
         self.scopes.pop()
         (self.scope, self.region, self.params, self.nest, self.cuda_locals, fx.config_params, fx.param_owners,
-         self.type_only, fx.config_reads) = saved
+         self.type_only, fx.config_reads, fx.made) = saved
         self.device_reads = saved_reads
 
     def option_test(self, test: ast.AST) -> bool:
@@ -1391,6 +1398,8 @@ class _Walk:
                 pass
             elif t is ast.IfExp and not self.in_test and ((self.scope and self.option_arms(n)) or self.device_arms(n)):
                 continue
+            if t is ast.Name and type(n.ctx) is not ast.Load:
+                continue  # `f = None` rebinds the name (an import guard's fallback): it runs none of `f`'s code
             if t is ast.Name or t is ast.Attribute:
                 parts = _chain(n)
                 if parts is not None:
@@ -1811,6 +1820,54 @@ def _statements(stmts: list[ast.stmt]):
         for st in stack.pop():
             yield st
             stack.extend(_blocks(st))
+
+
+def _assign_counts(body: list[ast.stmt]) -> dict[str, int]:
+    """How often the statements of a module body assign each plain name (as _statement_names does
+    for a function), and a definition or import of the name counts as one more."""
+    holder = ast.Module(body=body, type_ignores=[])
+    inner, assigned = _statement_names(holder)
+    for name in inner:
+        assigned[name] = assigned.get(name, 0) + 1
+    for st in body:
+        if type(st) in (ast.Import, ast.ImportFrom):
+            for a in st.names:
+                key = (a.asname or a.name).split(".")[0]
+                assigned[key] = assigned.get(key, 0) + 1
+    return assigned
+
+
+def _param_names(node: ast.FunctionDef) -> set[str]:
+    a = node.args
+    return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *(v for v in (a.vararg, a.kwarg) if v)]}
+
+
+def _made_locals(body: list[ast.stmt], assigned: dict[str, int], bindings: dict[str, str],
+                 params: set[str] = frozenset()) -> dict[str, str]:
+    """Names a body binds exactly once, by a plain assignment, to a PyTorch class it constructs
+    (`opt = torch.optim.SGD(...)`, `scaler = GradScaler()` after `from torch.amp import GradScaler`):
+    name -> the class's qualified name. A capitalised last name is a class; a factory function
+    (`build_optimizer(cfg)`) says nothing of what it returns. PyTorch's classes are never the
+    project's (unless the project is PyTorch, where the name resolves to its own class), so
+    `opt.step()` runs `torch.optim.SGD.step`, not every project method called `step` (a decoder's)."""
+    out: dict[str, str] = {}
+    stack = [body]
+    while stack:
+        for st in stack.pop():
+            t = type(st)
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                continue
+            if (t is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name
+                    and type(st.value) is ast.Call and assigned.get(st.targets[0].id) == 1
+                    and st.targets[0].id not in params):
+                parts = _chain(st.value.func)
+                q = bindings.get(parts[0]) if parts else None
+                if q is not None:
+                    full = ".".join([q, *parts[1:]])
+                    if full.startswith("torch.") and parts[-1][:1].isupper():
+                        out[st.targets[0].id] = full
+            stack.extend(_blocks(st))
+    return out
 
 
 def _blocks(st: ast.stmt):
