@@ -49,7 +49,12 @@ class Conditions:
         self.travel: ValueTracker | None = None  # the scanner's value tracker (values.py), once it has one
 
     def args(self, call: cst.Call, conds: tuple[ArgCond, ...]) -> bool:
-        """A call's arguments meet a clause's `args` conditions."""
+        """A call's arguments meet a clause's `args` conditions. An argument is shown missing only
+        where the call could not pass it: a `**` spread may carry any keyword (`torch.compile(model,
+        **compile_kwargs)` forwards the caller's backend), a `*` spread any later position; as
+        linters do for a missing argument, such a call is not judged."""
+        if any(c.missing is True and _spread_may_pass(call, c) for c in conds):
+            return False
         return conds_hold(conds, lambda cond: find_arg(call, cond), self.value)
 
     def value(self, cond: ArgCond, value: cst.CSTNode) -> bool:
@@ -129,6 +134,12 @@ class Conditions:
             if q is not None and name_in(q, clause.value_names):
                 return True
         return self.travel is not None and self.travel.keyword_travels(value, clause)  # values.py
+
+
+def _spread_may_pass(call: cst.Call, cond: ArgCond) -> bool:
+    """A `**`/`*` spread in the call may pass the argument `cond` names (that find_arg cannot see)."""
+    stars = {a.star for a in call.args}
+    return (cond.keyword is not None and "**" in stars) or (cond.position is not None and "*" in stars)
 
 
 def bare_ok(conds: tuple[ArgCond, ...]) -> bool:
