@@ -936,6 +936,8 @@ class _Planner:
           a site of that source's finding (bindings);
         - a Triton import line of a file whose kernel has a finding in the same task: a site of the
           file's first kernel (kernel_imports);
+        - a Triton device function (HELPERS: inlined into the kernels that call it): a site of its
+          file's first kernel, else of the file's first device function (device_functions);
         - a further import line of one GPU-only library in its task, in any file (library_imports);
         - a further finding of one rule in one Python function of one task (repeated_in_function).
         A site keeps its context and its task, and so its cost: the figures do not change."""
@@ -989,6 +991,7 @@ class _Planner:
         out.update(self.launchers(task_of, order))
         out.update((i, j) for i, j in self.bindings(task_of, order).items() if i not in out)
         out.update(self.kernel_imports(task_of, order))
+        out.update(self.device_functions(task_of, order))
         out.update(self.ptx_lines(task_of, order))
         out.update((i, j) for i, j in self.support_headers(task_of, order).items() if i not in out)
         out.update(self.library_imports(order, task_of))
@@ -1084,6 +1087,28 @@ class _Planner:
             if f.category == "triton" and self.costing(f) == "catalog" and f.snippet.startswith(("import ", "from ")):
                 j = first.get((task_of[i], f.context, f.path))
                 if j is not None:
+                    out[i] = j
+        return out
+
+    def device_functions(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
+        """A `@triton.jit` device function (one that returns a value, HELPERS) in a file with a Triton
+        kernel of the same context: a site of the file's first kernel, whatever that kernel's task (the
+        helper is inlined into the kernels that call it and rewritten with them; its own task only
+        keeps its small cost). In a file of helpers alone, each further one is a site of the first:
+        the file's helpers go together with whichever kernels include them."""
+        kernels: dict[tuple[str, str], int] = {}
+        for i in order:
+            f = self.findings[i]
+            if self.costing(f) == "triton-kernel" and f.kernel_facts.kernel and task_of[i] != HELPERS:
+                kernels.setdefault((f.context, f.path), i)
+        first: dict[tuple[str, str], int] = {}
+        out: dict[int, int] = {}
+        for i in order:
+            f = self.findings[i]
+            if task_of[i] == HELPERS and self.costing(f) == "triton-kernel":
+                key = (f.context, f.path)
+                j = kernels.get(key, first.setdefault(key, i))
+                if j != i:
                     out[i] = j
         return out
 

@@ -625,3 +625,52 @@ def test_binding_names_pair_by_stem_or_a_long_prefix_in_the_folder_or_one_below(
     assert not pairs("csrc/rw.cpp", "csrc/rwx_cuda.cu")  # a short stem pairs only whole
     assert pairs("csrc/rw.cpp", "csrc/cuda/rw_cuda.cu") and not pairs("csrc/rw.cpp", "csrc/a/b/rw_cuda.cu")
     assert not pairs("csrc/cpu/rw.cpp", "csrc/cuda/rw_cuda.cu")  # a sibling folder: the CPU build's file
+
+
+HELPER_KERNELS = """\
+    import torch
+    import triton
+    import triton.language as tl
+    from helpers import _half, _twice
+
+    @triton.jit
+    def _square(x):
+        return x * x
+
+    @triton.jit
+    def _poly_kernel(x_ptr):
+        v = tl.load(x_ptr)
+        tl.store(x_ptr, _square(v) + _half(v) + _twice(v))
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+
+        def forward(self, x):
+            y = super().forward(x)
+            _poly_kernel[(1,)](y)
+            return y
+    """
+
+HELPERS_ONLY = """\
+    import triton
+
+    @triton.jit
+    def _half(x):
+        return x * 0.5
+
+    @triton.jit
+    def _twice(x):
+        return x * 2
+    """
+
+
+def test_triton_device_functions_are_sites_of_their_files_kernel_or_first_helper(tmp_path):
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": HELPER_KERNELS, "helpers.py": HELPERS_ONLY}))
+    kernels = {(f.path, f.kernel_facts.kernel): f for f in report.findings if f.rule == "NR1801"}
+    poly, square = kernels[("model.py", "_poly_kernel")], kernels[("model.py", "_square")]
+    half, twice = kernels[("helpers.py", "_half")], kernels[("helpers.py", "_twice")]
+    assert poly.part_of == "" and square.part_of == f"NR1801 model.py:{poly.line}"  # inlined into the kernel
+    assert half.part_of == "" and twice.part_of == f"NR1801 helpers.py:{half.line}"  # a file of helpers: one item
+    # the helpers keep their own (small) task: the figures do not move
+    assert task_of(report, "NR1801", square.line) == "T-triton-helpers" != task_of(report, "NR1801", poly.line)
