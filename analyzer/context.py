@@ -2350,6 +2350,8 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
     optional_dependencies(findings, {n for e in reach.extensions if e.name for n in (e.name, e.name.rsplit('.', 1)[-1])},
                           set(info_by))
     runs_only_on(findings)
+    if target != "xla":  # torch.manual_seed seeds PrivateUse1 (`neuron`), not an XLA device
+        seeded_by_torch(findings, info_by)
     on_host_values(findings)
     dtype_keys(findings)
     chosen_by_option(findings, defaults)
@@ -2727,6 +2729,31 @@ def runs_only_on(findings: list[Finding]) -> None:
             f.context, f.gate = "opt-in", f"only on {where}"
             f.details["feature"] = f.details.get("only_on_feature") or "condition"
             f.details["context_reason"] = f"runs only on {where}"
+
+
+# `torch.cuda` seeding calls PyTorch queues until CUDA initialises (`_lazy_call`): off CUDA they never run.
+LAZY_CUDA_SEEDS = frozenset({"torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.cuda.seed",
+                             "torch.cuda.seed_all"})
+TORCH_SEEDS = frozenset({"q:torch.manual_seed", "q:torch.random.manual_seed", "q:torch.seed", "q:torch.random.seed"})
+
+
+def seeded_by_torch(findings: list[Finding], info_by: dict) -> None:
+    """A CUDA seeding call (`torch.cuda.manual_seed_all(seed)`) in a function (or module code) that
+    also calls `torch.manual_seed`: that call already seeds every device, the Neuron device included
+    (`torch.manual_seed` seeds the accelerator's generator too), and the CUDA one is queued until
+    CUDA initialises, so on Trainium it never runs. Listed as running only on a CUDA device, never
+    costed; without `torch.manual_seed` beside it the finding stays (the Neuron device goes unseeded).
+    The native target only: on the XLA path the device's generator is seeded through `xm.set_rng_state`."""
+    for f in findings:
+        if f.context != "step" or f.rule != "NR1015" or f.symbol not in LAZY_CUDA_SEEDS or f.path not in info_by:
+            continue
+        code = info_by[f.path].facts.get("code") or {}
+        refs = {r for r, _region in (code.get("refs") or {}).get(f.scope or "", ())}
+        if refs & TORCH_SEEDS:
+            f.context, f.gate = "opt-in", ("only on a CUDA device (`torch.manual_seed` beside it already seeds every "
+                                           "device; this call waits for CUDA to initialise)")
+            f.details["feature"] = "cuda"
+            f.details["context_reason"] = f"`{f.symbol}` is queued until CUDA initialises: harmless off CUDA"
 
 
 def on_host_values(findings: list[Finding]) -> None:

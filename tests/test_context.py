@@ -1506,3 +1506,32 @@ def test_a_local_bound_once_to_a_pytorch_class_calls_that_class():
         except ImportError:
             f = None
         """, "") == set()
+
+
+def test_a_cuda_check_held_in_a_local_of_a_branch_and_a_cuda_seed_beside_torch_manual_seed(tmp_path):
+    root = tree(tmp_path, {"state.py": """\
+        import torch
+
+        def restore(states, rank):
+            if rank < len(states):
+                state = states[rank]
+                torch.set_rng_state(state["torch"])
+                is_cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+                if is_cuda and "cuda" in state:
+                    torch.cuda.set_rng_state(state["cuda"])
+
+        def seed_all(seed):
+            torch.manual_seed(seed)
+            torch.cuda.manual_seed_all(seed)
+
+        def seed_cuda(seed):
+            torch.cuda.manual_seed_all(seed)
+        """})
+    got = {f.line: f for f in scan(root).findings + scan(root).off_path if f.rule == "NR1015"}
+    # a local bound once in a branch to a CUDA check: the test on it is a device check
+    assert got[9].context == "opt-in" and "is_cuda" in got[9].gate and got[9].gate.startswith("only on a CUDA device")
+    # torch.manual_seed already seeds every device; the CUDA call is queued until CUDA initialises
+    assert got[13].context == "opt-in" and "torch.manual_seed" in got[13].gate
+    assert got[16].context == "step"  # alone, it leaves the Neuron device unseeded
+    xla = {f.line: f.context for f in scan(root, target="xla").findings if f.rule == "NR1015"}
+    assert xla.get(13) == "step"  # on the XLA path the device is seeded through xm.set_rng_state

@@ -2370,18 +2370,31 @@ def _names_nccl(node: ast.AST) -> bool:
 
 def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int], args: ast.arguments | None = None,
                  known: Collection[str] = frozenset()) -> frozenset[str]:
-    """Locals assigned once, at a function's top level, from a CUDA check or a value that defaults to
-    one (`any_cuda = any(t.is_cuda for t in (q, k, v))`, `use_kernel = default(use_kernel,
-    torch.cuda.is_available())`), and parameters that default to one (`use_cuda=torch.cuda.is_available()`),
-    with `known` (the class's CUDA attributes): testing the local tests the device by default."""
+    """Locals assigned once in a function, at its top level or in a block of it (a branch, a `try`;
+    not in a nested definition), from a CUDA check or a value that defaults to one (`any_cuda =
+    any(t.is_cuda for t in (q, k, v))`, `use_kernel = default(use_kernel, torch.cuda.is_available())`,
+    Composer's `is_cuda_available = torch.cuda.is_available() and torch.cuda.is_initialized()` inside
+    an `if`), and parameters that default to one (`use_cuda=torch.cuda.is_available()`), with `known`
+    (the class's CUDA attributes): testing the local tests the device by default. One binding in the
+    whole function means every read sees that check. Walked in source order, so a local defined from
+    an earlier one counts."""
     out = set(known)
     if args is not None:
         out.update(a.arg for a, d, _at in defaulted_params(args) if not assigned.get(a.arg) and _cuda_value(d, out))
-    for st in stmts:
-        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
-            name = st.targets[0].id
-            if assigned.get(name) == 1 and _cuda_value(st.value, out):
-                out.add(name)
+
+    def walk(block: list[ast.stmt]) -> None:
+        for st in block:
+            t = type(st)
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                continue
+            if t is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
+                name = st.targets[0].id
+                if assigned.get(name) == 1 and _cuda_value(st.value, out):
+                    out.add(name)
+            for inner in _blocks(st):
+                walk(inner)
+
+    walk(stmts)
     return frozenset(out)
 
 
