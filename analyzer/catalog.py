@@ -87,7 +87,7 @@ class ArgCond:
     pattern: str | None = None  # regex, full match, on a string literal or any string in a list literal
     names: tuple[str, ...] = ()  # qualified names the value must resolve to, e.g. torch.float16
     literal: bool | None = None  # True: value is a number/str literal; False: it is not
-    missing: bool | None = None  # True: absent, and no `**`/`*` spread could pass it (conditions.py); False: present
+    missing: bool | None = None  # True: absent, and not forwarded in a spread parameter (conditions.py); False: present
     string: bool | None = None  # True: value is a string (literal, f-string, concatenation); False: not
     maybe_none: bool | None = None  # True: value is None or an if-expression with a None arm
     int_like: bool | None = None  # True: value looks like a Python int (literal, `x.shape[0]`, `num_heads`)

@@ -50,10 +50,11 @@ class Conditions:
 
     def args(self, call: cst.Call, conds: tuple[ArgCond, ...]) -> bool:
         """A call's arguments meet a clause's `args` conditions. An argument is shown missing only
-        where the call could not pass it: a `**` spread may carry any keyword (`torch.compile(model,
-        **compile_kwargs)` forwards the caller's backend), a `*` spread any later position; as
-        linters do for a missing argument, such a call is not judged."""
-        if any(c.missing is True and _spread_may_pass(call, c) for c in conds):
+        where the call could not pass it: a function that spreads its own parameter (`def
+        compile(model, **kwargs): return torch.compile(model, **kwargs)`) forwards its caller's
+        choice, the backend included, so such a call is not judged missing (as linters do). A spread
+        of anything else (`**self.kwargs`, a local dict) is the project's own: still judged."""
+        if any(c.missing is True and self.forwards(call, c) for c in conds):
             return False
         return conds_hold(conds, lambda cond: find_arg(call, cond), self.value)
 
@@ -78,6 +79,17 @@ class Conditions:
         if cond.tensor_like is not None and cond.tensor_like != self.tensor_like(value):
             return False
         return cond.int_like is None or cond.int_like == self.int_like(value)
+
+    def forwards(self, call: cst.Call, cond: ArgCond) -> bool:
+        """The call spreads a parameter of the enclosing function that may carry the argument `cond`
+        names: `**kwargs` for a keyword, `*args` for a position."""
+        for a in call.args:
+            if a.star and type(a.value) is cst.Name and ((a.star == "**" and cond.keyword is not None)
+                                                         or (a.star == "*" and cond.position is not None)):
+                b = self.names.lookup(a.value.value)
+                if b is not None and b.param:
+                    return True
+        return False
 
     def tensor_like(self, value: cst.CSTNode, follow: bool = True) -> bool:
         """Shown to be a tensor, not a Python number: a `torch.*` call that makes one, a tensor
@@ -134,12 +146,6 @@ class Conditions:
             if q is not None and name_in(q, clause.value_names):
                 return True
         return self.travel is not None and self.travel.keyword_travels(value, clause)  # values.py
-
-
-def _spread_may_pass(call: cst.Call, cond: ArgCond) -> bool:
-    """A `**`/`*` spread in the call may pass the argument `cond` names (that find_arg cannot see)."""
-    stars = {a.star for a in call.args}
-    return (cond.keyword is not None and "**" in stars) or (cond.position is not None and "*" in stars)
 
 
 def bare_ok(conds: tuple[ArgCond, ...]) -> bool:

@@ -509,7 +509,7 @@ class PythonScanner(Walker):
 
     def enter_param(self, node: cst.Param, line: int) -> None:
         self.nonref.add(id(node.name))
-        self.names.bind(node.name.value, Binding(None))
+        self.names.bind(node.name.value, Binding(None, param=True))
         self.probes.push(ProbeSites.VALUE, node.default)
 
     def enter_arg(self, node: cst.Arg, line: int) -> None:

@@ -22,6 +22,7 @@ class Binding:
     guarded: bool = False
     type_only: bool = False
     alias: bool = False  # bound by assignment (`dt = torch.float64`), not by an import
+    param: bool = False  # a parameter of the function: its value is the caller's
 
 
 @dataclass(slots=True)
