@@ -2079,6 +2079,10 @@ def rocm_test(node: ast.AST) -> bool:
         if node.args or node.keywords:
             return False
         node = node.func
+    t = type(node)
+    last = node.id if t is ast.Name else node.attr if t is ast.Attribute else ""
+    if "hip" not in last.lower() and "rocm" not in last.lower():
+        return False  # asked of every condition node: most never name either
     parts = _chain(node)
     if not parts:
         return False
