@@ -1107,7 +1107,9 @@ class _Planner:
             f = self.findings[i]
             if task_of[i] == HELPERS and self.costing(f) == "triton-kernel":
                 key = (f.context, f.path)
-                j = kernels.get(key, first.setdefault(key, i))
+                j = kernels.get(key)
+                if j is None:
+                    j = first.setdefault(key, i)
                 if j != i:
                     out[i] = j
         return out

@@ -1837,11 +1837,6 @@ def _assign_counts(body: list[ast.stmt]) -> dict[str, int]:
     return assigned
 
 
-def _param_names(node: ast.FunctionDef) -> set[str]:
-    a = node.args
-    return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, *(v for v in (a.vararg, a.kwarg) if v)]}
-
-
 def _made_locals(body: list[ast.stmt], assigned: dict[str, int], bindings: dict[str, str],
                  params: set[str] = frozenset()) -> dict[str, str]:
     """Names a body binds exactly once, by a plain assignment, to a PyTorch class it constructs
@@ -1851,23 +1846,28 @@ def _made_locals(body: list[ast.stmt], assigned: dict[str, int], bindings: dict[
     project's (unless the project is PyTorch, where the name resolves to its own class), so
     `opt.step()` runs `torch.optim.SGD.step`, not every project method called `step` (a decoder's)."""
     out: dict[str, str] = {}
-    stack = [body]
-    while stack:
-        for st in stack.pop():
-            t = type(st)
-            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-                continue
-            if (t is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name
-                    and type(st.value) is ast.Call and assigned.get(st.targets[0].id) == 1
-                    and st.targets[0].id not in params):
-                parts = _chain(st.value.func)
-                q = bindings.get(parts[0]) if parts else None
-                if q is not None:
-                    full = ".".join([q, *parts[1:]])
-                    if full.startswith("torch.") and parts[-1][:1].isupper():
-                        out[st.targets[0].id] = full
-            stack.extend(_blocks(st))
+    for st in _own_statements(body):
+        if (type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name
+                and type(st.value) is ast.Call and assigned.get(st.targets[0].id) == 1
+                and st.targets[0].id not in params):
+            parts = _chain(st.value.func)
+            q = bindings.get(parts[0]) if parts else None
+            if q is not None:
+                full = ".".join([q, *parts[1:]])
+                if full.startswith("torch.") and parts[-1][:1].isupper():
+                    out[st.targets[0].id] = full
     return out
+
+
+def _own_statements(stmts: list[ast.stmt]):
+    """Every statement of a body and of the blocks nested in it, in source order, and each nested
+    definition itself but nothing inside it: what a function's own code binds (_statements goes
+    into nested definitions too)."""
+    for st in stmts:
+        yield st
+        if type(st) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            for block in _blocks(st):
+                yield from _own_statements(block)
 
 
 def _blocks(st: ast.stmt):
@@ -2385,20 +2385,11 @@ def _cuda_locals(stmts: list[ast.stmt], assigned: dict[str, int], args: ast.argu
     out = set(known)
     if args is not None:
         out.update(a.arg for a, d, _at in defaulted_params(args) if not assigned.get(a.arg) and _cuda_value(d, out))
-
-    def walk(block: list[ast.stmt]) -> None:
-        for st in block:
-            t = type(st)
-            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-                continue
-            if t is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
-                name = st.targets[0].id
-                if assigned.get(name) == 1 and _cuda_value(st.value, out):
-                    out.add(name)
-            for inner in _blocks(st):
-                walk(inner)
-
-    walk(stmts)
+    for st in _own_statements(stmts):
+        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
+            name = st.targets[0].id
+            if assigned.get(name) == 1 and _cuda_value(st.value, out):
+                out.add(name)
     return frozenset(out)
 
 
