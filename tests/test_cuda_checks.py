@@ -470,6 +470,38 @@ def test_a_device_check_in_a_conditional_expression_is_one_as_in_an_if_statement
     assert got[("pkg/model.py", 17, "NR1004")].context == "step"  # the device choice stays
 
 
+def test_operands_after_a_device_check_in_a_conjunction_run_only_on_cuda(tmp_path):
+    """`x.device.type == "cuda" and torch.cuda.current_device() != x.device.index` evaluates its right
+    side only on a CUDA device (Python's short circuit), like the body of `if x.device.type == "cuda":`,
+    and so does what follows `not x.is_cuda or` in a disjunction; inside an `if` test too (PyG's
+    `EdgeIndex.__repr__`, FALSE in round 14). A probe before the check, or one in a conjunction with no
+    CUDA check (`flag and torch.cuda.current_device() == 0`), is judged as before."""
+    model = """\
+        import torch
+
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                if x.device.type != "cpu" or (x.device.type == "cuda" and torch.cuda.current_device() != x.device.index):
+                    pass
+                same = not x.is_cuda or torch.cuda.current_device() == x.device.index
+                probe = torch.cuda.current_device() == 0 and x.is_cuda
+                plain = self.training and torch.cuda.current_device() == 0
+                return self.proj(x) * same * probe * plain
+        """
+    root = tree(tmp_path, {"train.py": TRAIN, "model.py": model})
+    got = found(scan(root))
+    for line in (10, 12):
+        f = got[("model.py", line, "NR1005")]
+        assert f.context == "opt-in" and f.details["feature"] == "cuda", (line, f.context)
+    assert got[("model.py", 13, "NR1005")].context == "step"  # asked before the check: it runs everywhere
+    assert got[("model.py", 14, "NR1005")].context == "step"  # no CUDA check beside it
+
+
 def test_a_test_of_an_existing_device_chooses_nothing(tmp_path):
     """`if self._device.type == "cuda":`, `use_ids = dist.get_backend() == "nccl"` and the rest of a
     function after `if device.type != "cuda": return` read a device or process group that already

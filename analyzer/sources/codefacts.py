@@ -1322,6 +1322,33 @@ class _Walk:
             fx.host_paths.append([index[side], index["else" if side == "body" else "body"]])
         return True
 
+    def device_operands(self, n: ast.BoolOp) -> bool:
+        """`x.device.type == "cuda" and torch.cuda.current_device() != x.device.index`: the operands after
+        a CUDA check in a conjunction (after its negation in a disjunction: `not x.is_cuda or ...`) are
+        evaluated only on a CUDA device, Python's short circuit, like the body of `if x.is_cuda:`. They
+        are one arm as `device_arms` makes them: a region that holds no line, with their span; a test
+        of a device that already exists (`device_test`) is recorded as one. Inside an `if` test too:
+        the operands run before the branch is chosen, whatever the branch holds."""
+        side = "body" if type(n.op) is ast.And else "else"
+        k = next((i for i, v in enumerate(n.values[:-1]) if cuda_check(v, self.cuda_locals) == side), None)
+        if k is None:
+            return False
+        fx, check, rest = self.fx, n.values[k], n.values[k + 1:]
+        for v in n.values[:k + 1]:
+            self.expr(v)
+        span = self.span(rest[0])
+        last = self.span(rest[-1])
+        span[2:] = last[2:]
+        parent = self.region
+        fx.regions.append([n.lineno + 1, n.lineno, ["cuda"], "body", parent, _text(check), False, True, None, span])
+        self.region = len(fx.regions) - 1
+        if self.device_test(check, ast.Constant(value=False)):
+            fx.device_tests.append(self.region)
+        for v in rest:
+            self.expr(v)
+        self.region = parent
+        return True
+
     def span(self, arm: ast.AST) -> list[int]:
         """An arm's span, [line, column, end line, end column] (1-based columns, as findings give them)."""
         end = arm.end_lineno or arm.lineno
@@ -1397,6 +1424,8 @@ class _Walk:
             elif t is ast.Lambda:
                 pass
             elif t is ast.IfExp and not self.in_test and ((self.scope and self.option_arms(n)) or self.device_arms(n)):
+                continue
+            elif t is ast.BoolOp and self.device_operands(n):
                 continue
             if t is ast.Name and type(n.ctx) is not ast.Load:
                 continue  # `f = None` rebinds the name (an import guard's fallback): it runs none of `f`'s code
