@@ -1755,7 +1755,9 @@ def unreferenced_helpers(graph: Graph, infos) -> dict[str, str]:
     an `__init__.py` (a re-export), no word of a config file (`_target_: pkg.mod._f`), no decorator
     (`@implements(aten.add.Tensor)` registers it), no dunder (`__getattr__`). References from its
     own body, from other such functions, or from tests and benchmarks (a reference implementation
-    only a test compares against, gsplat's `_isect_tiles`) do not count. Public functions stay the library's
+    only a test compares against, gsplat's `_isect_tiles`) do not count. A Triton kernel is such a
+    function too (its decorators, `@triton.jit`, `@triton.autotune`, compile it and register nothing):
+    one only a dead launcher launches (mamba-ssm's `_chunk_scan_fwd_kernel_wip`) is dead with it. Public functions stay the library's
     surface: a user may call one nothing in the library calls (`mamba3_siso_step`, in the README)."""
     scopes: dict[str, set[tuple[str, str]]] = {}  # name -> (file, top-level scope) that names it
 
@@ -1786,7 +1788,7 @@ def unreferenced_helpers(graph: Graph, infos) -> dict[str, str]:
         decorated = {name for _start, _line, name in code.get("decorated", ())}
         for name, d in code.get("defs", {}).items():
             if (d[2] == "f" and "." not in name and name.startswith("_") and not name.startswith("__")
-                    and len(name) > 2 and name not in decorated and "registered" not in d[3]
+                    and len(name) > 2 and (name not in decorated or "triton" in d[3]) and "registered" not in d[3]
                     and name not in config and name.strip("_") != "main"):
                 candidates[f"{rel}::{name}"] = name
     dead = set(candidates)

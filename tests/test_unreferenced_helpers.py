@@ -139,3 +139,45 @@ def test_with_an_entry_a_helper_no_call_reaches_is_off_path(tmp_path):
     report = scan(root)
     assert report.extra["reach"]["mode"] == "entries"
     assert by_scope(report)["set_cuda_device_index"][0] == "off-path"
+
+
+def test_a_triton_kernel_only_a_dead_launcher_launches_is_dead_with_it(tmp_path):
+    # mamba-ssm's `_chunk_scan_fwd_kernel_wip`: `@triton.jit` compiles a function and registers
+    # nothing, so a private kernel only a private function nothing names launches is dead code too;
+    # a kernel the library's surface launches, and a decorator that may register, keep their answer
+    root = tree(tmp_path, {
+        "kern/__init__.py": "",
+        "kern/ops.py": """\
+            import triton
+            import triton.language as tl
+            from kern.registry import register
+
+            @triton.autotune(configs=[], key=["n"])
+            @triton.jit
+            def _fwd_kernel(x, n):
+                tl.store(x, tl.load(x))
+
+            @triton.jit
+            def _fwd_kernel_wip(x, n):
+                tl.store(x, tl.load(x))
+
+            @register("wip")
+            @triton.jit
+            def _registered_kernel(x, n):
+                tl.store(x, tl.load(x))
+
+            def run(x):
+                _fwd_kernel[(1,)](x, 4)
+
+            def _run_wip(x):
+                _fwd_kernel_wip[(1,)](x, 4)
+            """,
+        "kern/registry.py": "def register(name):\n    return lambda f: f\n",
+    })
+    report = scan(root)
+    kernels = {f.line: (f.context, f.details.get("context_reason", "")) for f in report.findings + report.off_path
+               if f.rule == "NR1801"}  # a kernel's finding sits on its `@triton.jit` line, at module level
+    assert kernels[10][0] == "off-path" and "`_fwd_kernel_wip`" in kernels[10][1]
+    assert by_scope(report)["_run_wip"][0] == "off-path"
+    assert kernels[6][0] == "step"  # launched by the library's surface
+    assert kernels[15][0] != "off-path"  # a decorator of the library's own registers it (by name: opt-in)

@@ -956,6 +956,9 @@ class _Walk:
             out.append("host")
         if kind == "m" and HOOK_NAME.match(node.name):
             out.append("hook")
+        if node.decorator_list and all((self.fx.ref_of(_chain(d.func if type(d) is ast.Call else d) or ["?"], None)
+                                        or "").startswith("q:triton.") for d in node.decorator_list):
+            out.append("triton")  # `@triton.autotune(...) @triton.jit`: compiles the function, registers nothing
         # `@register("name")`, `@registry.register_module()`, `@register_model`: registered for lookup by name
         if any("regist" in d.lower() for d in decos):
             out.append("registered")
