@@ -122,6 +122,7 @@ class PythonScanner(Walker):
         self.imports: set[str] = set()  # absolute module names this file imports (for requires=)
         self.requirements: list[tuple[int, str, str]] = []
         self.store: set[int] = set()  # assignment targets
+        self.unset: set[int] = set()  # `del os.environ[...]` targets
         self.discarded: set[int] = set()  # calls whose value is thrown away (expression statements)
         self.compared: set[int] = set()  # references that are compared (`x.dtype == torch.float16`)
         self.quiet = 0  # inside an import statement: names there are not references
@@ -178,6 +179,7 @@ class PythonScanner(Walker):
             lv[block] = self.leave_block
         e[cst.Lambda] = self.enter_lambda
         e[cst.Expr] = self.enter_expr
+        e[cst.Del] = self.enter_del
         e[cst.Comparison] = self.enter_comparison
         if collect_setup:
             e[cst.SimpleString] = self.enter_string
@@ -637,7 +639,8 @@ class PythonScanner(Walker):
                 if isinstance(mod, str):
                     self.imports.add(mod)
                     self.match_import(mod, line, node, guarded or self.guards.import_guard()[0])
-            elif q in _ENV_CALLS and node.args:
+            elif q in _ENV_CALLS and node.args and not (q == "os.environ.pop" and id(node) in self.discarded):
+                # (a pop whose value nobody reads unsets the variable: nothing off CUDA reads it either)
                 self.check_environ(node.args[0].value, line, node, store=q in _ENV_SETS)
             elif q == "os.environ.update" and node.args and type(node.args[0].value) is cst.Dict:
                 for el in node.args[0].value.elements:
@@ -684,6 +687,10 @@ class PythonScanner(Walker):
 
     def enter_expr(self, node: cst.Expr, line: int) -> None:
         self.discarded.add(id(node.value))
+
+    def enter_del(self, node: cst.Del, line: int) -> None:
+        # `del os.environ["CUBLAS_WORKSPACE_CONFIG"]` unsets a variable: no runtime off CUDA reads it
+        self.unset.update(id(n) for n in iter_subtree(node.target) if type(n) is cst.Subscript)
 
     def enter_comparison(self, node: cst.Comparison, line: int) -> None:
         if self.idx.attributes:
@@ -741,7 +748,7 @@ class PythonScanner(Walker):
     def enter_subscript(self, node: cst.Subscript, line: int) -> None:
         if self.quiet:
             return
-        if id(node) not in self.store:
+        if id(node) not in self.store and id(node) not in self.unset:
             q, _ = self.resolve(node.value)
             if q == "os.environ" and self.idx.environ and node.slice and type(node.slice[0].slice) is cst.Index:
                 self.check_environ(node.slice[0].slice.value, line, node)
