@@ -482,14 +482,22 @@ _LAUNCHER = re.compile(r"\bcudaStream_t\b|\bcu(?:da)?Launch\w*\s*\(|\bgetCurrent
                        r"|\b(?:CUTLASS_DEVICE|CUTE_DEVICE|__device__)\s+void\s+operator\s*\(\)\s*\(\s*(?:const\s+)?Params\b")
 
 
+# What a `.cu` names when it instantiates CUTLASS device code (`cutlass::gemm::device::GemmGrouped`,
+# `cutlass::epilogue::thread::...`, `cutlass::device_kernel`); its host types (`cutlass::layout::RowMajor`,
+# `TensorRef`, `MatrixCoord`, `half_t`) compile no kernel.
+_CUTLASS_KERNEL = re.compile(r"\bcutlass::(?:\w+::)*(?:device|kernel|threadblock|warp|thread|collective|arch|epilogue)::"
+                             r"|\bcutlass::device_kernel\b|\bCUTLASS_(?:DEVICE|GLOBAL)\b")
+
+
 def device_work(name: str, code: str, stats: CudaStats) -> bool:
     """Does this CUDA file hold work a porting engineer counts (see _WORK_FEATURES)? A `.cu` that
-    instantiates CUTLASS templates compiles kernels; a file that only uses CuTe layouts does not."""
+    instantiates CUTLASS device templates compiles kernels; one that only uses CUTLASS's host types
+    or CuTe layouts does not."""
     if stats.kernels or any(stats.features.get(k) for k in _WORK_FEATURES) or stats.thread_index:
         return True
     if any(lib in _WORK_LIBRARIES for lib in stats.libraries):
         return True
-    if name.endswith(".cu") and re.search(r"\bcutlass::", code):
+    if name.endswith(".cu") and _CUTLASS_KERNEL.search(code):
         return True
     return bool(_LAUNCHER.search(code))
 
