@@ -1757,8 +1757,9 @@ def unreferenced_helpers(graph: Graph, infos) -> dict[str, str]:
     own body, from other such functions, or from tests and benchmarks (a reference implementation
     only a test compares against, gsplat's `_isect_tiles`) do not count. A Triton kernel is such a
     function too (its decorators, `@triton.jit`, `@triton.autotune`, compile it and register nothing):
-    one only a dead launcher launches (mamba-ssm's `_chunk_scan_fwd_kernel_wip`) is dead with it. Public functions stay the library's
-    surface: a user may call one nothing in the library calls (`mamba3_siso_step`, in the README)."""
+    one only a dead launcher launches (mamba-ssm's `_chunk_scan_fwd_kernel_wip`) is dead with it.
+    Public functions stay the library's surface: a user may call one nothing in the library calls
+    (`mamba3_siso_step`, in the README)."""
     scopes: dict[str, set[tuple[str, str]]] = {}  # name -> (file, top-level scope) that names it
 
     def named(name: str, rel: str, scope: str) -> None:

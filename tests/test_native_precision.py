@@ -187,7 +187,8 @@ def test_cuda_files_without_device_work_are_not_port_units(tmp_path):
         "csrc/grouped.cu": "using Gemm = cutlass::gemm::device::GemmGrouped<Kernel>;\nvoid run(Gemm& g) { g.run(); }\n",
     }))
     files = {p for (p, _l) in where(report, "NR1703")}
-    assert files == {"csrc/ops.cu", "csrc/body.cuh", "csrc/layer.cu", "csrc/inst.cu", "csrc/functor.cu", "csrc/grouped.cu"}
+    assert files == {"csrc/ops.cu", "csrc/body.cuh", "csrc/layer.cu", "csrc/inst.cu", "csrc/functor.cu",
+                     "csrc/grouped.cu"}
 
 
 # ------------------------------------------------------------------------------------------ build scripts
