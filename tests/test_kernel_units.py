@@ -180,6 +180,11 @@ _scale_fwd = triton.heuristics({"BLOCK": lambda args: 128})(_scale_fwd)
 def _scale_bwd(DY, DX, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(DX + offs, tl.load(DY + offs, mask=offs < N) * 2.0, mask=offs < N)
+
+
+def scale(x, y, n):  # the library's surface launches both (a private kernel nothing launches is dead code)
+    _scale_fwd[(1,)](x, y, n)
+    _scale_bwd[(1,)](y, x, n)
 '''
 
 
