@@ -1893,6 +1893,28 @@ BUILDING_BLOCK = re.compile(r"^(torch\.nn\.|torch\.autograd\.|nn\.|typing\.|abc\
                             r"object$|Exception$|[A-Za-z]*Error$|torch\.utils\.data\.|collections\.)")
 
 
+def dispatched(graph: Graph, rels: list[str]) -> set[str]:
+    """The registered functions the library picks itself: the only one a registering decorator files
+    under its key (`@register_op("kl_loss_and_grad", ...)`, codefacts `keyed`; another accelerator's
+    folder aside, never the default there), where library code names that key outside the
+    decorators (`dispatch("kl_loss_and_grad", ...)`): a lookup by name that can find nothing else.
+    Several under one key are alternatives a dispatcher chooses among, as before."""
+    under: dict[str, list[str]] = {}
+    for rel in rels:
+        if accelerator_of(rel) is None:
+            for key, name in graph.code.get(rel, {}).get("keyed", ()):
+                under.setdefault(key, []).append(f"{rel}::{name}")
+    files = {key: {n.rpartition("::")[0] for n in nodes} for key, nodes in under.items()}
+    named: set[str] = set()
+    for rel in rels:
+        for scope, refs in graph.code.get(rel, {}).get("refs", {}).items():
+            for ref, _region in refs:
+                key = ref[2:]
+                if ref[:2] == "s:" and key in under and (scope or rel not in files[key]):
+                    named.add(key)  # (a decorator's own key sits in its file's module scope)
+    return {nodes[0] for key, nodes in under.items() if len(nodes) == 1 and key in named}
+
+
 def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, Gate]:
     """A library's alternatives, of which a user picks one: the subclasses of a project base class
     that has at least FAMILY_MIN of them (tuners, losses, strategies, model variants), and what a
@@ -1902,6 +1924,7 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
     family too."""
     family: dict[str, list[str]] = {}
     out: dict[str, Gate] = {}
+    picked = dispatched(graph, rels)
     for rel in sorted(rels):
         for name, d in graph.code.get(rel, {}).get("defs", {}).items():
             node = f"{rel}::{name}"
@@ -1916,7 +1939,7 @@ def alternatives(graph: Graph, rels: list[str], roots: list[str]) -> dict[str, G
                             family.setdefault(b, []).append(node)
                     if not targets and base.startswith("q:") and not BUILDING_BLOCK.match(base[2:]):
                         family.setdefault(base, []).append(node)  # optimizers, schedulers, callbacks of a framework
-            if "registered" in d[3] and "." not in name:
+            if "registered" in d[3] and "." not in name and node not in picked:
                 out[node] = Gate(name, f"only when the user picks `{name}` by name (registered by a decorator)")
     # Classes nothing in the library constructs, named as kinds of one thing (`*Loss`, `*Evaluator`,
     # `*Optimizer`): the user constructs the one they want.

@@ -506,6 +506,66 @@ def test_a_librarys_alternatives_are_opt_in_and_its_shared_core_is_the_default(t
     assert {p.name for p in report.opt_in} >= {"LoraTuner", "IA3Tuner", "PrefixTuner", "tiny", "ContrastiveLoss"}
 
 
+def test_the_only_registration_under_a_key_the_library_dispatches_is_its_default(tmp_path):
+    """liger-kernel files `kl_loss_and_grad_triton` under `@register_op("kl_loss_and_grad", ...)` and its
+    fused op calls `dispatch("kl_loss_and_grad", ...)`: a lookup that can find nothing else, so the
+    library picks it itself (round 14 named it a miss). Two registrations under one key stay
+    alternatives a dispatcher chooses among; another accelerator's registration does not count; a
+    key nothing names outside its decorator is still the user's pick."""
+    root = tree(tmp_path, {
+        "pkg/__init__.py": "from .fused import fused_loss\n",
+        "pkg/registry.py": """\
+            OPS = {}
+            def register_op(name, impl_name=""):
+                def wrap(fn):
+                    OPS.setdefault(name, []).append(fn)
+                    return fn
+                return wrap
+            def dispatch(name, *args):
+                return OPS[name][0](*args)
+            """,
+        "pkg/fused.py": """\
+            from .registry import dispatch
+            def fused_loss(x):
+                return dispatch("loss_and_grad", x) + dispatch("norm", x)
+            """,
+        "pkg/backends/triton_ops.py": """\
+            import torch
+            from ..registry import register_op
+            @register_op("loss_and_grad", impl_name="triton")
+            def loss_and_grad_triton(x):
+                return torch.nonzero(x)
+            @register_op("norm", impl_name="triton")
+            def norm_triton(x):
+                return torch.unique(x)
+            @register_op("unused", impl_name="triton")
+            def unused_triton(x):
+                return torch.argsort(x)
+            """,
+        "pkg/backends/cutedsl_ops.py": """\
+            import torch
+            from ..registry import register_op
+            @register_op("norm", impl_name="cutedsl")
+            def norm_cutedsl(x):
+                return x[x > 0]
+            """,
+        "pkg/backends/_ascend/ops.py": """\
+            import torch
+            from ...registry import register_op
+            @register_op("loss_and_grad", impl_name="ascend")
+            def loss_and_grad_npu(x):
+                return x.sort().values
+            """,
+    })
+    report = scan(root)
+    assert report.extra["reach"]["mode"] == "library"
+    got = {(f.path, f.line): (f.context, f.details.get("feature")) for f in report.findings + report.off_path}
+    assert got[("pkg/backends/triton_ops.py", 5)] == ("step", None)  # the only one under its key
+    assert got[("pkg/backends/triton_ops.py", 8)] == ("opt-in", "norm_triton")  # one of two under `norm`
+    assert got[("pkg/backends/cutedsl_ops.py", 5)] == ("opt-in", "norm_cutedsl")
+    assert got[("pkg/backends/triton_ops.py", 11)] == ("opt-in", "unused_triton")  # nothing dispatches it
+
+
 def test_two_subclasses_are_no_family_and_an_entry_costs_what_it_calls(tmp_path):
     root = _library(tmp_path)
     (root / "pkg/base.py").write_text((root / "pkg/base.py").read_text().split("class PrefixTuner")[0])

@@ -49,6 +49,8 @@ is a plain JSON-able record cached with the file's result:
   flags, dataclass / attrs / pydantic / `*Config` fields and `__init__` keyword defaults of config
   classes: [name, value, line].
 - `decorated`: [first decorator line, def line, name] of decorated top-level functions.
+- `keyed`: [key, name] of top-level functions a registering decorator files under a string key
+  (`@register_op("kl_loss_and_grad", impl_name="nvidia-triton")`).
 - `calls`: per function, the `q:`/`l:` names its own body calls (constructs) outside any if, loop,
   try or match statement: what it always runs.
 - `registries` and `lookups`: tables of callables chosen by name (`{"flash": flash_fwd, ...}`; one
@@ -219,6 +221,7 @@ class _Facts:
         self.handed: set[str] = set()
         self.param_owners: dict[str, str] = {}  # option parameter or `self.x` -> the function it is a parameter of
         self.registrations: list[list] = []  # [registry, key, callable's ref, scope of the call]
+        self.keyed: list[list] = []  # [key, name]: `@register_op("kl_div", ...)` on a top-level def
         self.custom_ops: dict[str, str] = {}  # "ns.name" of a `@custom_op("ns::name")` -> the function
         self.attributes: dict[str, list] = {}  # instance attribute -> what each class sets it to (class_attributes)
         self.members: set[str] = set()  # the enclosing class's other objects (`_members`)
@@ -476,7 +479,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
         "top_trains": fx.top_trains,
     }
     for key, value in (("registries", fx.registries), ("lookups", fx.lookups), ("flags", fx.flags), ("aliases", fx.aliases),
-                       ("registrations", fx.registrations), ("custom_ops", fx.custom_ops),
+                       ("registrations", fx.registrations), ("keyed", fx.keyed), ("custom_ops", fx.custom_ops),
                        ("attributes", fx.attributes), ("predicates", fx.predicates),
                        ("passed", {k: v for k, v in sorted(fx.passed.items())}), ("signatures", fx.signatures),
                        ("handed", sorted(fx.handed)),
@@ -714,6 +717,8 @@ class _Walk:
                 parts = _chain(d.func) if type(d) is ast.Call else None
                 if parts and len(parts) == 2 and parts[1] == "register" and d.args and type(_literal(d.args[0])) is str:
                     fx.registrations.append([parts[0], _literal(d.args[0]), "l:" + name, ""])
+                if parts and "regist" in parts[-1].lower() and d.args and type(_literal(d.args[0])) is str:
+                    fx.keyed.append([_literal(d.args[0]), name])  # context.py `dispatched`: looked up by that key
         markers = self.markers(node, kind)
         fx.defs[name] = [node.lineno, node.end_lineno or node.lineno, kind, markers]
         if not self.scope and (pred := predicate(node)) is not None and _reads_setting(pred[1]):
