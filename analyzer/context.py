@@ -91,8 +91,22 @@ def accelerator_feature(name: str) -> str:
     return name.split(" (")[0].lower().replace(" ", "-")
 
 
-# Features that are another accelerator's code: listed apart, never costed (report.py `_parts`).
+# Features that are another accelerator's code: listed apart, never costed (never_costed).
 ACCELERATOR_FEATURES = frozenset(accelerator_feature(n) for n in OTHER_ACCELERATORS.values())
+# Features of code that runs only on a place, not behind a setting (cuda_only, runs_only_on,
+# chosen_cuda_builds, native.py's build gates): an optional library's feature never takes one.
+PLACE_FEATURES = frozenset({"cuda", "cuda-build", "complex", "platform", "workaround"}) | ACCELERATOR_FEATURES
+# A gate naming a place the code runs (a CUDA device, a CUDA build, another platform, complex data)
+# starts so; a gate naming a setting a user may turn on starts "only when".
+PLACE_GATE = "only on "
+
+
+def never_costed(f: Finding) -> bool:
+    """Opt-in code no Trainium job runs, whatever the user turns on: another accelerator's code and
+    what runs only on a place (PLACE_GATE: `only on a CUDA device (...)`, `only on a build that sets
+    WITH_CUDA`). Listed in the opt-in table, never costed there, and not added by `--include-opt-in
+    all` (report.py); judged per finding, so one feature name holding both kinds costs only the other."""
+    return f.details.get("feature") in ACCELERATOR_FEATURES or (f.gate or "").startswith(PLACE_GATE)
 # What an ["accel", name] condition (codefacts `rocm_test`) tests, by its feature name.
 ACCEL_TESTS = {"amd-gpus": "true only in a ROCm build, for AMD GPUs"}
 # Folders of evaluation code. `generation/` holds what decodes with a trained model (samplers, logits
@@ -2459,7 +2473,8 @@ def optional_dependencies(findings: list[Finding], built: set[str] = frozenset()
         guarded_import = f.details.get("guarded_import")
         if lib and (guarded_import or (f.fallback and lib not in required)) and lib not in built:
             f.context, f.gate = "opt-in", f"only when {lib} is installed (imported under a guard with a fallback)"
-            f.details["feature"] = lib
+            # a library named like a place feature (cuda-python's `cuda`) keeps a name of its own
+            f.details["feature"] = lib if lib not in PLACE_FEATURES else f"lib:{lib}"
             f.details["context_reason"] = f"`{lib}` is optional: without it the fallback runs"
         elif f.category == "dependency":
             named = "" if extra else requirements_extra(f.path, paths)
@@ -2738,7 +2753,7 @@ def chosen_cuda_builds(findings: list[Finding], info_by: dict) -> None:
         if cpu is None:
             continue
         name = f.path.rsplit("/", 1)[-1]
-        f.context, f.gate = "opt-in", f"only when the build picks CUDA (`{name}` builds a `{cpu}` otherwise)"
+        f.context, f.gate = "opt-in", f"only on a build that picks CUDA (`{name}` builds a `{cpu}` otherwise)"
         f.details["feature"] = "cuda-build"
         f.details["context_reason"] = (f"a build-time choice: `{name}` builds a `{cpu}` (CPU) extension of the same "
                                        "ops when it does not pick CUDA, as on a Neuron build host; the CUDA "
@@ -2748,7 +2763,7 @@ def chosen_cuda_builds(findings: list[Finding], info_by: dict) -> None:
 def runs_only_on(findings: list[Finding]) -> None:
     """What the scanner saw run only on some data or device (python.py `only_on`: a branch under
     `torch.is_complex(x)`, a CUDA backend flag set): opt-in and, like other devices' code, listed
-    but never costed (the gate starts with "only on ")."""
+    but never costed (the gate starts with PLACE_GATE: never_costed)."""
     for f in findings:
         where = f.details.get("only_on")
         if where and f.context == "step":

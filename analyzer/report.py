@@ -53,8 +53,7 @@ def _parts(off_path: list[Finding], catalog: Catalog, reach, references, target:
 
     def part(name: str, gate: str, idx: list[int]) -> Part:
         # Code for another accelerator, or run only on a CUDA device, is not a Trainium port: listed, never costed.
-        skipped = name in context_mod.ACCELERATOR_FEATURES or gate.startswith("only on ")
-        chosen = [] if skipped else [off_path[i] for i in idx]
+        chosen = [off_path[i] for i in idx if not context_mod.never_costed(off_path[i])]
         tasks, est = estimate(chosen, catalog, reach, keep=name != "evaluation", references=references,
                               target=target, compiled=compiled, cpu_twins=twins)
         for t in tasks:  # task findings index the part's own list; report them as off_path indices
@@ -120,8 +119,9 @@ def build_report(settings: Settings, catalog: Catalog, found: Discovery, results
     included: set[str] = set()
     for f in findings:
         feature = f.details.get("feature")
-        # `all` is every feature the user may keep: another accelerator's code is no Trainium port
-        every = "all" in include and feature not in context_mod.ACCELERATOR_FEATURES
+        # `all` is every feature the user may keep: another accelerator's code, or code that runs
+        # only on a CUDA device or in a CUDA build, is no Trainium port
+        every = "all" in include and not context_mod.never_costed(f)
         if f.context == "step" or (f.context == "opt-in" and (every or feature in include)):
             if f.context == "opt-in":
                 included.add(str(feature))

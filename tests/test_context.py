@@ -166,6 +166,43 @@ def test_code_and_builds_only_a_rocm_test_admits_are_another_accelerators(tmp_pa
     assert kept.estimate.p50 == report.estimate.p50
 
 
+def test_code_that_runs_only_on_a_place_is_never_costed_finding_by_finding(tmp_path):
+    """A gate that names a place (`only on a CUDA device (...)`, `only on a build that picks CUDA`) is
+    no setting a Trainium user turns on: such findings are listed in the opt-in table, never costed
+    there, and `--include-opt-in all` leaves them out. Judged per finding, not by a part's first gate:
+    an optional library whose import name is a place feature's (cuda-python's `cuda`) takes a feature
+    of its own, `lib:cuda`, costed like any optional library."""
+    model = """\
+        import torch
+        try:
+            from cuda import cudart
+        except ImportError:
+            cudart = None
+
+
+        class Net(torch.nn.Linear):
+            def __init__(self):
+                super().__init__(4, 4)
+
+            def forward(self, x):
+                if x.is_cuda:
+                    torch.cuda.synchronize()
+                if cudart is not None:
+                    cudart.cudaDeviceSynchronize()
+                return super().forward(x)
+        """
+    root = tree(tmp_path, {"train.py": TRAIN, "model.py": model})
+    report = scan(root)
+    by = {(f.rule, f.line): f for f in report.findings + report.off_path}
+    assert by[("NR1712", 3)].details["feature"] == "lib:cuda"
+    assert by[("NR1007", 14)].details["feature"] == "cuda" and by[("NR1007", 14)].gate.startswith("only on ")
+    parts = {p.name: p.estimate.p50 for p in report.opt_in}
+    assert parts["cuda"] == 0 and parts["lib:cuda"] > 0
+    kept = run_scan(Settings(root=root, cache=False, include_opt_in=["all"])).report
+    assert kept.estimate.p50 == pytest.approx(report.estimate.p50 + parts["lib:cuda"])
+    assert [p.name for p in kept.opt_in] == ["cuda"]  # the CUDA-only branch stays listed apart
+
+
 def test_a_rocm_test_is_a_name_or_call_that_says_so_and_nothing_wider():
     import ast
 

@@ -317,7 +317,7 @@ def test_a_cuda_build_chosen_beside_a_cpu_build_is_a_build_time_option(tmp_path,
     assert set(builds) == lines
     for f in builds.values():
         assert f.context == "opt-in", (f.line, f.context)
-        assert f.gate == "only when the build picks CUDA (`setup.py` builds a `CppExtension` otherwise)"
+        assert f.gate == "only on a build that picks CUDA (`setup.py` builds a `CppExtension` otherwise)"
         assert f.details["feature"] == "cuda-build"
         assert "build-time choice" in f.details["context_reason"]
     # the kernels the CUDA build would compile still need their port
