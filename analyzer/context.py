@@ -96,19 +96,26 @@ ACCELERATOR_FEATURES = frozenset(accelerator_feature(n) for n in OTHER_ACCELERAT
 # Features of code that runs only on a place, not behind a setting (cuda_only, runs_only_on,
 # chosen_cuda_builds, native.py's build gates): an optional library's feature never takes one.
 PLACE_FEATURES = frozenset({"cuda", "cuda-build", "complex", "platform", "workaround"}) | ACCELERATOR_FEATURES
+# What an ["accel", name] condition (codefacts `rocm_test`) tests, by its feature name.
+ACCEL_TESTS = {"amd-gpus": "true only in a ROCm build, for AMD GPUs"}
 # A gate naming a place the code runs (a CUDA device, a CUDA build, another platform, complex data)
-# starts so; a gate naming a setting a user may turn on starts "only when".
+# starts so (place_gate); a gate naming a setting a user may turn on starts "only when".
 PLACE_GATE = "only on "
+
+
+def place_gate(where: str) -> str:
+    """The gate of code that runs only on a place: `only on a CUDA device (...)` (never_costed)."""
+    return PLACE_GATE + where
 
 
 def never_costed(f: Finding) -> bool:
     """Opt-in code no Trainium job runs, whatever the user turns on: another accelerator's code and
-    what runs only on a place (PLACE_GATE: `only on a CUDA device (...)`, `only on a build that sets
+    what runs only on a place (place_gate: `only on a CUDA device (...)`, `only on a build that sets
     WITH_CUDA`). Listed in the opt-in table, never costed there, and not added by `--include-opt-in
     all` (report.py); judged per finding, so one feature name holding both kinds costs only the other."""
     return f.details.get("feature") in ACCELERATOR_FEATURES or (f.gate or "").startswith(PLACE_GATE)
-# What an ["accel", name] condition (codefacts `rocm_test`) tests, by its feature name.
-ACCEL_TESTS = {"amd-gpus": "true only in a ROCm build, for AMD GPUs"}
+
+
 # Folders of evaluation code. `generation/` holds what decodes with a trained model (samplers, logits
 # warpers, beam search); a folder named for a serving engine is its plugin (`optimum/neuron/vllm/`).
 SERVING_ENGINES = ("vllm", "sglang", "tgi", "text_generation_server", "text-generation-inference", "tensorrt_llm",
@@ -2541,7 +2548,7 @@ def cuda_only(findings: list[Finding], info_by: dict, housekeeping: set[str], ct
         if r is None:
             r = innermost_region(code, f.line, lambda region: cuda_branch(region, f.line))
         if any(a <= f.line <= b for a, b in code.get("cuda_optional_lines", ())) and f.context == "step":
-            f.context, f.gate = "opt-in", "only on a CUDA device (a move to CUDA the class undoes before use)"
+            f.context, f.gate = "opt-in", place_gate("a CUDA device (a move to CUDA the class undoes before use)")
             f.details["feature"] = "cuda"
             f.details["context_reason"] = "a CUDA move that the forward moves to the input's device anyway: skipped on Trainium"
         elif r is not None:
@@ -2595,10 +2602,10 @@ def _mark_cuda_only(fs: list[Finding], code: dict, where, optional: bool, beside
     """Make the must-port findings of a CUDA-only branch (`where`: a region, else a function node)
     opt-in behind that branch, with the reason `cuda_only` found for it."""
     if isinstance(where, int):
-        gate = f"only on a CUDA device (`{code['regions'][where][5]}`)"
+        gate = place_gate(f"a CUDA device (`{code['regions'][where][5]}`)")
     else:
         rel, scope = split_node(where)
-        gate = f"only on a CUDA device (`{scope or rel}` is reached only through CUDA-only branches)"
+        gate = place_gate(f"a CUDA device (`{scope or rel}` is reached only through CUDA-only branches)")
     probe = optional and ("cuda_probe" in _def_markers(code, fs[0].scope) or fs[0].scope in code.get("probe_via", {}))
     for f in fs:
         if f.context == "step":
@@ -2753,7 +2760,7 @@ def chosen_cuda_builds(findings: list[Finding], info_by: dict) -> None:
         if cpu is None:
             continue
         name = f.path.rsplit("/", 1)[-1]
-        f.context, f.gate = "opt-in", f"only on a build that picks CUDA (`{name}` builds a `{cpu}` otherwise)"
+        f.context, f.gate = "opt-in", place_gate(f"a build that picks CUDA (`{name}` builds a `{cpu}` otherwise)")
         f.details["feature"] = "cuda-build"
         f.details["context_reason"] = (f"a build-time choice: `{name}` builds a `{cpu}` (CPU) extension of the same "
                                        "ops when it does not pick CUDA, as on a Neuron build host; the CUDA "
@@ -2763,11 +2770,11 @@ def chosen_cuda_builds(findings: list[Finding], info_by: dict) -> None:
 def runs_only_on(findings: list[Finding]) -> None:
     """What the scanner saw run only on some data or device (python.py `only_on`: a branch under
     `torch.is_complex(x)`, a CUDA backend flag set): opt-in and, like other devices' code, listed
-    but never costed (the gate starts with PLACE_GATE: never_costed)."""
+    but never costed (place_gate, never_costed)."""
     for f in findings:
         where = f.details.get("only_on")
         if where and f.context == "step":
-            f.context, f.gate = "opt-in", f"only on {where}"
+            f.context, f.gate = "opt-in", place_gate(where)
             f.details["feature"] = f.details.get("only_on_feature") or "condition"
             f.details["context_reason"] = f"runs only on {where}"
 
@@ -2791,8 +2798,8 @@ def seeded_by_torch(findings: list[Finding], info_by: dict) -> None:
         code = info_by[f.path].facts.get("code") or {}
         refs = {r for r, _region in (code.get("refs") or {}).get(f.scope or "", ())}
         if refs & TORCH_SEEDS:
-            f.context, f.gate = "opt-in", ("only on a CUDA device (`torch.manual_seed` beside it already seeds every "
-                                           "device; this call waits for CUDA to initialise)")
+            f.context, f.gate = "opt-in", place_gate("a CUDA device (`torch.manual_seed` beside it already seeds every "
+                                                      "device; this call waits for CUDA to initialise)")
             f.details["feature"] = "cuda"
             f.details["context_reason"] = f"`{f.symbol}` is queued until CUDA initialises: harmless off CUDA"
 
@@ -2982,7 +2989,7 @@ def label_finding(f: Finding, info, graph: Graph, defaults: Defaults, ctx: Conte
     context, gate, reason = "step", None, ""
     accel = accelerator_of(f.path)
     if accel is not None:
-        context, gate = "opt-in", Gate(accelerator_feature(accel), f"only on {accel}")
+        context, gate = "opt-in", Gate(accelerator_feature(accel), place_gate(accel))
     elif code and neuron_file(code, facts) and f.category in NEURON_CATEGORIES:
         context, reason = "neuron-native", "this file already targets Neuron or XLA"
     elif code and neuron_scope(code, f.scope) and f.category in NEURON_CATEGORIES:

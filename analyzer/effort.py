@@ -1076,11 +1076,7 @@ class _Planner:
         exists for those kernels and goes when they are rewritten. An import in a file that only
         launches or names Triton stays an item of the Triton plumbing task (guard it, replace
         `triton.cdiv`)."""
-        first: dict[tuple[str, str, str], int] = {}
-        for i in order:
-            f = self.findings[i]
-            if self.costing(f) == "triton-kernel" and f.kernel_facts.kernel:
-                first.setdefault((task_of[i], f.context, f.path), i)
+        first = self.first_kernels(order, lambda i, f: (task_of[i], f.context, f.path))
         out: dict[int, int] = {}
         for i in order if first else ():
             f = self.findings[i]
@@ -1096,11 +1092,7 @@ class _Planner:
         helper is inlined into the kernels that call it and rewritten with them; its own task only
         keeps its small cost). In a file of helpers alone, each further one is a site of the first:
         the file's helpers go together with whichever kernels include them."""
-        kernels: dict[tuple[str, str], int] = {}
-        for i in order:
-            f = self.findings[i]
-            if self.costing(f) == "triton-kernel" and f.kernel_facts.kernel and task_of[i] != HELPERS:
-                kernels.setdefault((f.context, f.path), i)
+        kernels = self.first_kernels(order, lambda i, f: (f.context, f.path) if task_of[i] != HELPERS else None)
         first: dict[tuple[str, str], int] = {}
         out: dict[int, int] = {}
         for i in order:
@@ -1112,6 +1104,16 @@ class _Planner:
                     j = first.setdefault(key, i)
                 if j != i:
                     out[i] = j
+        return out
+
+    def first_kernels(self, order: list[int], key) -> dict[tuple, int]:
+        """key(i, finding) -> the first Triton kernel finding (in `order`) under that key; a key of
+        None leaves the kernel out (kernel_imports, device_functions)."""
+        out: dict[tuple, int] = {}
+        for i in order:
+            f = self.findings[i]
+            if self.costing(f) == "triton-kernel" and f.kernel_facts.kernel and (k := key(i, f)) is not None:
+                out.setdefault(k, i)
         return out
 
     def ptx_lines(self, task_of: dict[int, str], order: list[int]) -> dict[int, int]:
