@@ -1133,6 +1133,24 @@ class Graph:
             return self.resolve(rel, alias, depth + 1)
         return []
 
+    def symbol(self, rel: str, name: str, depth: int = 0) -> list[str]:
+        """The definitions `name` names in file `rel` as its users import it: the file's own function,
+        class or method (`Class.method`), what a top-level import binds to it (a package's
+        `from .rendering import rasterization`) or re-exports with `*`, or a submodule (`pkg:ops`)."""
+        parts = name.split(".")
+        found = self._in_file(rel, parts)
+        code = self.code.get(rel, {})
+        if not found and parts[0] in code.get("bindings", {}):
+            found = self.resolve(rel, "q:" + ".".join([code["bindings"][parts[0]], *parts[1:]]))
+        for mod in code.get("stars", ()) if depth < 4 else ():  # `from .conv import *`: the first that has it
+            if found:
+                break
+            for f in self.files_of(mod, rel):
+                found = found or self.symbol(f, name, depth + 1)
+        if not found and rel.endswith("/__init__.py"):
+            found = self.resolve(rel, "q:" + ".".join([*_package_of(self.modules, rel), *parts]))
+        return sorted(set(found))
+
     # ------------------------------------------------------------------ edges
 
     def def_of(self, node: str) -> list | None:
@@ -1662,6 +1680,35 @@ def propagate(graph: Graph, entries: list[str], skip_fallback: str | None = None
                     m = f"{rel}::{meth}"
                     relax(m, max(nl, lab, graph.target_label(m)), name_gate.get(meth.rsplit(".", 1)[-1]) or here_gate, node)
     return label, gates, parent
+
+
+def _package_of(modules: dict[str, list[str]], rel: str) -> list[str]:
+    """The dotted name of the package whose `__init__.py` is rel."""
+    names = sorted(m for m, rels in modules.items() if rel in rels)
+    return names[0].split(".") if names else []
+
+
+def named_symbols(graph: Graph, reach) -> list[str]:
+    """The nodes each `--entry module:name` names, recorded on reach for the report; a name that
+    resolves to nothing in any of its files is an error, not a silent module-level scan."""
+    from .reach import EntryError
+
+    out: list[str] = []
+    for spec, (files, _) in sorted(getattr(reach, "symbols", {}).items()):
+        name = spec.rpartition(":")[2]
+        nodes = sorted({n for rel in files for n in graph.symbol(rel, name)})
+        if not nodes:
+            where = ", ".join(files[:3]) + (" …" if len(files) > 3 else "")
+            raise EntryError(f"entry {spec!r}: {where} defines or imports no function, class or module `{name}`")
+        reach.symbols[spec] = (files, [node_text(n) for n in nodes])
+        out += nodes
+        for node in nodes:  # a class: what the training loop calls on it unnamed (an optimizer's `step`)
+            d = graph.def_of(node)
+            if d is not None and d[2] == "c":
+                rel, scope = split_node(node)
+                out += [f"{rel}::{m}" for m in graph.class_methods.get((rel, scope), ())
+                        if _called_by_framework(graph, node, m)]
+    return out
 
 
 def setup_only(graph: Graph, ctx: Context) -> set[str]:
@@ -2338,8 +2385,12 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         graph.edges_changed()  # their labels were judged on the defaults before the launch options
     if reach.mode == "entries" and entries:
         graph.entry_files = frozenset(entries)
-        nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries] + [
-            f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
+        symbols = named_symbols(graph, reach)
+        # a file named with a symbol is imported, not run: its `__main__` block stays a demo
+        named = getattr(reach, "symbols", {})
+        by_symbol = {rel for files, _ in named.values() for rel in files}
+        functions = [] if named else [f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
+        nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries if e not in by_symbol] + functions + symbols
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)
         ctx.function_level = True
         ctx.starts = nodes

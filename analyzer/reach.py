@@ -98,6 +98,8 @@ class Reach:
     detected: bool = False  # entries found automatically rather than named
     entry_reasons: dict[str, str] = field(default_factory=dict)  # entry -> why it was chosen
     entry_functions: list[tuple[str, str]] = field(default_factory=list)  # (file, function) a console script runs
+    # `--entry module:name`: the name as given -> (its files, the nodes it resolves to, filled by context.py)
+    symbols: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
     graph: object = field(default=None, repr=False, compare=False)  # context.Graph built for detection, reused
     reasons: dict[str, str] = field(default_factory=dict)  # path -> why it is off the path
     extensions: list[Extension] = field(default_factory=list)
@@ -146,7 +148,7 @@ class Reach:
         return None
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "mode": self.mode,
             "entries": list(self.entries),
             "detected": self.detected,
@@ -154,6 +156,9 @@ class Reach:
             "extensions": [e.to_dict() for e in self.extensions],
             "vendored": sorted(set(self.vendored.values())),
         }
+        if self.symbols:  # `--entry module:name`: the name as given -> the definitions it names
+            out["entry_symbols"] = {name: nodes for name, (_, nodes) in sorted(self.symbols.items())}
+        return out
 
 
 @dataclass(frozen=True)
@@ -450,10 +455,24 @@ def console_scripts(root: Path) -> list[tuple[str, str]]:
     return mods
 
 
+def split_entry(value: str) -> tuple[str, str]:
+    """An --entry as (file or module, symbol): `pkg.mod:Class`, `pkg/mod.py:func`, `pkg:Class.method`;
+    a value with no `:` names no symbol."""
+    v = value.strip()
+    target, colon, name = v.rpartition(":")
+    if not colon or not target.strip() or os.path.exists(v):
+        return v, ""
+    if not name.strip():
+        return target.strip(), ""
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name.strip()):
+        return v, ""  # no name after the colon: a path (`runs/a::b/train.py`), found or not as one
+    return target.strip(), name.strip()
+
+
 def resolve_entry(value: str, root: Path, rels: set[str], modules: dict[str, list[str]]) -> list[str]:
     """The files an --entry names: a file (relative to the working directory or the root), a
-    module name, `module:function`, or a folder (every Python file in it)."""
-    v = value.strip()
+    module name, either with `:symbol`, or a folder (every Python file in it)."""
+    v, symbol = split_entry(value)
     candidates = []
     for base in (Path.cwd(), root):
         p = Path(v) if os.path.isabs(v) else base / v
@@ -466,12 +485,16 @@ def resolve_entry(value: str, root: Path, rels: set[str], modules: dict[str, lis
     for rel in candidates:
         if rel in rels:
             return [rel]
+        if symbol:  # a name is imported from a module: a folder is its package's `__init__.py`
+            init = posixpath.join(rel, "__init__.py") if rel != "." else "__init__.py"
+            if init in rels:
+                return [init]
+            continue
         inside = sorted(r for r in rels if r.startswith(rel.rstrip("/") + "/") and r.endswith((".py", ".ipynb")))
         if rel != "." and inside:
             return inside
-    mod = v.split(":")[0]
-    if mod in modules:
-        return modules[mod]
+    if v in modules:
+        return modules[v]
     raise EntryError(f"entry {value!r}: no Python file, notebook, folder or module of that name in the scanned tree")
 
 
@@ -491,16 +514,20 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
 
     named: list[str] = []
     named_functions: list[tuple[str, str]] = []
+    symbols: dict[str, tuple[list[str], list[str]]] = {}
     for e in entries:
         named_files = resolve_entry(e, root, set(rels), modules)
         named += named_files
-        if ":" in e and not os.path.exists(e):  # `pkg.train:main`: the function runs, not only the module
-            named_functions += [(f, e.rsplit(":", 1)[1].strip()) for f in named_files]
+        _, name = split_entry(e)
+        if name:  # `pkg.train:main`, `gsplat:rasterization`: that function or class runs, not the module's `__main__`
+            named_functions += [(f, name) for f in named_files]
+            symbols[e.strip()] = (named_files, [])
     reach = Reach(mode="files" if explicit_files else "entries", vendored=vendored, includes=includes)
     if named:
         reach.entries = sorted(set(named))
         reach.entry_reasons = {e: "named with --entry" for e in reach.entries}
         reach.entry_functions = named_functions
+        reach.symbols = symbols
     elif not explicit_files:
         reach.entry_reasons, reach.entry_functions, reach.graph = _detect_entries(root, info, python, modules, vendored)
         reach.entries = sorted(reach.entry_reasons)

@@ -179,6 +179,10 @@ def render(report: Report, color: bool = False, width: int | None = None, min_co
         reasons = reach.get("entry_reasons") or {}
         shown = [f"{visible(e)} ({visible(reasons[e])})" if reach.get("detected") and e in reasons else visible(e)
                  for e in entries[:3]]
+        symbols = reach.get("entry_symbols") or {}
+        if symbols:  # `--entry gsplat:rasterization`: the name the user gave and where it is defined
+            entries = list(symbols)
+            shown = [f"{visible(name)} ({', '.join(visible(n) for n in symbols[name][:2])})" for name in entries[:3]]
         how = {"entries": f"from {', '.join(shown)}{' …' if len(entries) > 3 else ''}"
                           f"{'' if reach.get('detected') else ' (named)'}",
                "library": _library_line(reach),

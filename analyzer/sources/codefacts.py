@@ -57,7 +57,7 @@ is a plain JSON-able record cached with the file's result:
   level nested, `{"mlp": {"grouped": GroupedMLP}}`, by key path joined with KEY_PATH) and where a
   reached scope picks from one (`TABLE[cfg.attn]`, `TABLE[cfg.kind][cfg.impl]`: ["path", key, key]).
 - `bindings`: the file's top-level import bindings (so `from .ops import x` in a package's
-  `__init__` is followed), `imports` per scope, `flags` (module-level names assigned from a
+  `__init__` is followed), `stars` (modules its `from .conv import *` re-exports), `imports` per scope, `flags` (module-level names assigned from a
   condition), `neuron` (the file already targets Neuron or XLA).
 - what calls pass, for parameter flags (docs/contexts.md "Keyword options"): `passed`, per callee
   (the call's `q:`/`l:` reference; `m:NAME` for a method called by name on an object the facts
@@ -198,6 +198,7 @@ class _Facts:
         self.module_name = module_name
         self.is_package = is_package
         self.bindings: dict[str, str] = {}  # top-level name -> qualified name (imports)
+        self.stars: list[str] = []  # modules a top-level `from m import *` re-exports, in order
         self.local: set[str] = set()  # top-level defs and classes
         # names of the scope being walked bound once to a PyTorch object it constructs (`opt =
         # torch.optim.SGD(...)`): `opt.step` is that class's method, never a project method named `step`
@@ -489,7 +490,7 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("gives_up", fx.gives_up), ("device_tests", fx.device_tests),
                        ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
                        ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas), ("held", fx.held),
-                       ("self_only", fx.self_only())):
+                       ("self_only", fx.self_only()), ("stars", fx.stars)):
         if value:
             out[key] = packed(value) if key in PACKED else value
     if fx.neuron:
@@ -533,6 +534,8 @@ def _bind_top(fx: _Facts, tree: ast.Module) -> None:
                 for a in node.names:
                     if a.name != "*":
                         fx.bindings[a.asname or a.name] = f"{mod}.{a.name}" if mod else a.name
+                    elif mod and mod not in fx.stars:
+                        fx.stars.append(mod)
             elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
                 fx.local.add(node.name)
             elif t is ast.If:

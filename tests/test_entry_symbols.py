@@ -1,0 +1,134 @@
+"""`--entry module:name`: a library's user names the call the training job makes, and the path
+starts there, through the package's re-exports, instead of at the library's whole surface."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli import run_cli
+from scanning import write_tree as tree
+from neuron_ready.config import ConfigError, Settings
+from neuron_ready.engine import run_scan
+
+LIBRARY = {
+    "pkg/__init__.py": "from .render import rasterize\nfrom .other import unused_op\nfrom .model import Block\n",
+    "pkg/render.py": (
+        "import torch\n\n"
+        "def rasterize(x):\n"
+        "    return _project(x)\n\n"
+        "def _project(x):\n"
+        "    return x.to('cuda') * 2\n\n"
+        "if __name__ == '__main__':\n"
+        "    print(torch.zeros(1).cuda())\n"
+    ),
+    "pkg/other.py": "import torch\n\ndef unused_op(x):\n    return x.cuda()\n",
+    "pkg/model.py": (
+        "import torch\nfrom torch import nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.float()\n\n"
+        "    def decode(self, x):\n"
+        "        return x.to(torch.device('cuda'))\n"
+    ),
+}
+
+
+def scan(root, *entries):
+    return run_scan(Settings(root=root, entries=list(entries))).report
+
+
+def step_lines(report) -> set[tuple[str, int]]:
+    return {(f.path, f.line) for f in report.findings}
+
+
+def test_without_an_entry_the_whole_surface_is_on_the_path(tmp_path):
+    report = scan(tree(tmp_path, LIBRARY))
+    assert report.extra["reach"]["mode"] == "library"
+    paths = {p for p, _ in step_lines(report)}
+    assert {"pkg/render.py", "pkg/other.py", "pkg/model.py"} <= paths
+
+
+def test_a_re_exported_function_starts_the_path_where_it_is_defined(tmp_path):
+    root = tree(tmp_path, LIBRARY)
+    report = scan(root, "pkg:rasterize")
+    reach = report.extra["reach"]
+    assert reach["mode"] == "entries" and reach["entries"] == ["pkg/__init__.py"]
+    assert reach["entry_symbols"] == {"pkg:rasterize": ["pkg/render.py:rasterize"]}
+    # what rasterize calls is the step; the other export and the class nobody calls are not
+    assert step_lines(report) == {("pkg/render.py", 7)}
+    off = {(f.path, f.line): f.context for f in report.off_path}
+    assert off[("pkg/other.py", 4)] == "off-path" and off[("pkg/model.py", 9)] == "off-path"
+    # the module is imported, not run: its `__main__` block stays a demo
+    assert off[("pkg/render.py", 10)] == "off-path"
+    # the file and the module spelling lead to the same definition and the same findings
+    for spec in ("pkg/render.py:rasterize", "pkg.render:rasterize"):
+        again = scan(root, spec)
+        assert step_lines(again) == {("pkg/render.py", 7)}
+        assert again.extra["reach"]["entry_symbols"] == {spec: ["pkg/render.py:rasterize"]}
+
+
+def test_naming_the_file_alone_still_runs_its_main_block(tmp_path):
+    report = scan(tree(tmp_path, LIBRARY), "pkg/render.py")
+    assert ("pkg/render.py", 10) in step_lines(report)
+    assert "entry_symbols" not in report.extra["reach"]
+
+
+def test_a_class_starts_with_its_hooks_and_a_method_must_be_named(tmp_path):
+    root = tree(tmp_path, LIBRARY)
+    assert ("pkg/model.py", 9) not in step_lines(scan(root, "pkg:Block"))  # forward runs, decode is not called
+    report = scan(root, "pkg:Block.decode")
+    assert ("pkg/model.py", 9) in step_lines(report)
+    assert report.extra["reach"]["entry_symbols"] == {"pkg:Block.decode": ["pkg/model.py:Block.decode"]}
+
+
+def test_the_text_report_says_which_name_led_where(tmp_path):
+    root = tree(tmp_path, LIBRARY)
+    r = run_cli("scan", str(root), "--entry", "pkg:rasterize", "--no-cache")
+    assert r.code == 0
+    assert "Training path: from pkg:rasterize (pkg/render.py:rasterize) (named)" in r.out
+    j = run_cli("scan", str(root), "--entry", "pkg:rasterize", "--format", "json", "--no-cache")
+    assert json.loads(j.out)["reach"]["entry_symbols"] == {"pkg:rasterize": ["pkg/render.py:rasterize"]}
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("pkg:rasterise", "entry 'pkg:rasterise': pkg/__init__.py defines or imports no function, class or module `rasterise`"),
+    ("pkg:9lives", "entry 'pkg:9lives': no Python file"),
+    ("nopkg:rasterize", "entry 'nopkg:rasterize': no Python file"),
+])
+def test_a_name_that_leads_nowhere_is_a_one_line_error(tmp_path, spec, message):
+    root = tree(tmp_path, LIBRARY)
+    with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(")[:40]):
+        scan(root, spec)
+    r = run_cli("scan", str(root), "--entry", spec, "--no-cache")
+    assert r.code == 2 and r.err.count("\n") == 1 and message in r.err and "Traceback" not in r.err
+
+
+def test_an_optimizer_class_runs_its_step(tmp_path):
+    root = tree(tmp_path, {
+        "opt/__init__.py": "from .lion import Lion\n",
+        "opt/lion.py": (
+            "import torch\n\n"
+            "class Lion(torch.optim.Optimizer):\n"
+            "    def __init__(self, params, lr=1e-4):\n"
+            "        super().__init__(params, dict(lr=lr))\n\n"
+            "    def step(self, closure=None):\n"
+            "        return torch.zeros(1).cuda()\n"
+        ),
+    })
+    assert ("opt/lion.py", 8) in step_lines(scan(root, "opt:Lion"))
+
+
+def test_a_name_re_exported_with_a_star_is_found_where_it_is_defined(tmp_path):
+    root = tree(tmp_path, {
+        "geo/__init__.py": "",
+        "geo/nn/__init__.py": "from .conv import *  # noqa\n",
+        "geo/nn/conv/__init__.py": "from .gcn import GCNConv\nfrom .gat import GATConv\n",
+        "geo/nn/conv/gcn.py": "import torch\n\nclass GCNConv(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n",
+        "geo/nn/conv/gat.py": "import torch\n\nclass GATConv(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n",
+    })
+    report = scan(root, "geo.nn:GCNConv")
+    assert report.extra["reach"]["entry_symbols"] == {"geo.nn:GCNConv": ["geo/nn/conv/gcn.py:GCNConv"]}
+    assert step_lines(report) == {("geo/nn/conv/gcn.py", 5)}
+
