@@ -5,10 +5,12 @@ compares with each label: a Markdown table and a summary line.
     python scripts/calibrate.py timm flash-attn       # some
     python scripts/calibrate.py --fetch-only          # download and unpack, scan nothing
     python scripts/calibrate.py --use-label-entry     # pass the label's entry as --entry
+    python scripts/calibrate.py --use-label-api       # pass a library label's api calls as --entry
     NEURON_READY_REAL_CACHE=/tmp/real python scripts/calibrate.py
 
 Entries are scanned as a user would: `neuron-ready scan PATH --isolated --format json`, with the
-detected entry points unless --use-label-entry is given. Sources live in the cache
+detected entry points unless --use-label-entry is given; with --use-label-api a library label's
+`api` names (`gsplat:rasterization`) start the path where the user's job calls the library. Sources live in the cache
 (NEURON_READY_REAL_CACHE, default /work/cache/real):
   pypi:    downloaded from the index once (CACHE/sdists), checked against the label's sha256,
            unpacked into CACHE/src/NAME-VERSION;
@@ -171,7 +173,14 @@ def label_entry(repo: dict, tree: Path) -> str | None:
     return str(path) if first.endswith(".py") and path.is_file() else None
 
 
-def scan(repo: dict, tree: Path, use_label_entry: bool, jobs: int | None) -> dict:
+def label_api(repo: dict) -> list[str]:
+    """A library label's `api`: the calls its entry text names (`gsplat:rasterization`), each passed
+    as an --entry so the path starts where the user's training job calls the library."""
+    api = repo.get("api") or []
+    return [a for a in api if isinstance(a, str) and ":" in a]
+
+
+def scan(repo: dict, tree: Path, use_label_entry: bool, jobs: int | None, use_label_api: bool = False) -> dict:
     target = tree / repo.get("path", "")
     out = REPORTS / f"{re.sub(r'[^A-Za-z0-9.]+', '-', repo['id'])}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +190,8 @@ def scan(repo: dict, tree: Path, use_label_entry: bool, jobs: int | None) -> dic
     entry = label_entry(repo, tree) if use_label_entry else None
     if entry:
         cmd += ["--entry", entry]
+    for name in label_api(repo) if use_label_api else ():
+        cmd += ["--entry", name]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode not in (0, 1):
         lines = (r.stderr or r.stdout).strip().splitlines()
@@ -258,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("ids", nargs="*", help="entry ids to run (default: all)")
     parser.add_argument("--labels", type=Path, default=LABELS, help="label file (default: docs/calibration/labels.toml)")
     parser.add_argument("--use-label-entry", action="store_true", help="pass the label's entry to --entry")
+    parser.add_argument("--use-label-api", action="store_true",
+                        help="pass a library label's `api` names (module:function) to --entry")
     parser.add_argument("--fetch-only", action="store_true", help="download and unpack; scan nothing")
     parser.add_argument("--jobs", type=int, help="--jobs for each scan")
     parser.add_argument("--index-url", default=INDEX, help=f"PyPI JSON API base (default {INDEX})")
@@ -283,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.fetch_only:
                 row.problem = f"fetched: {tree}"
                 continue
-            row.report = scan(repo, tree, args.use_label_entry, args.jobs)
+            row.report = scan(repo, tree, args.use_label_entry, args.jobs, args.use_label_api)
         except Missing as e:
             row.problem = f"missing: {e}"
         except (RuntimeError, OSError, ValueError, KeyError) as e:

@@ -74,6 +74,8 @@ def build(data: dict) -> str:
                 parts.append(f"- Scanned: `{r['path']}`")
             if r.get("entry"):
                 parts.append(f"- Entry: {r['entry']}")
+            if r.get("api"):  # transcribed at stop 36 from the entry text above, for --use-label-api
+                parts.append("- Calls (`--entry`, added at stop 36): " + ", ".join(f"`{a}`" for a in r["api"]))
             for f in r.get("files", []):
                 parts.append(f"- Fetch: `{f['path']}`" + (f" at `{f['commit']}`" if f.get("commit") else ""))
             parts.append(f"- Labelled on {r['labelled_on']}\n")

@@ -45,3 +45,23 @@ def test_the_held_out_set_is_disjoint_from_the_calibration_set_and_pinned():
         assert all(r.get("sha256") and r["source"].startswith("pypi:") for r in held)
         assert all(r["labelled_on"] and len(r["rationale"].split(". ")) >= 2 for r in held)
         seen = seen + held
+
+
+def test_api_names_are_entries_of_library_labels_only():
+    """`api` is what a library label's entry text names, in the form --entry takes (module:name)."""
+    sys.path.insert(0, str(RENDER.parent))
+    try:
+        from render_calibration_labels import load
+        from calibrate import label_api
+    finally:
+        sys.path.pop(0)
+    from neuron_ready.reach import split_entry
+
+    for file in ("labels.toml", "holdout.toml", "holdout2.toml"):
+        for r in load(REPO / "docs" / "calibration" / file)["repo"]:
+            api = r.get("api", [])
+            assert not api or r["entry"].startswith("(library"), r["id"]
+            assert label_api(r) == api, r["id"]
+            for name in api:
+                module, symbol = split_entry(name)
+                assert symbol and symbol.split(".")[0] in r["entry"], (r["id"], name)  # named by the entry text
