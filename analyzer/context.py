@@ -1149,6 +1149,8 @@ class Graph:
                 found = found or self.symbol(f, name, depth + 1)
         if not found and rel.endswith("/__init__.py"):
             found = self.resolve(rel, "q:" + ".".join([*_package_of(self.modules, rel), *parts]))
+        if len(parts) > 1:  # `Trainer.train` inherited from a project base: that base's method
+            found = [(self._first_def(self._linear(n), parts[-1]) or n) if self.is_class(n) else n for n in found]
         return sorted(set(found))
 
     # ------------------------------------------------------------------ edges
@@ -1156,6 +1158,10 @@ class Graph:
     def def_of(self, node: str) -> list | None:
         rel, scope = split_node(node)
         return self.code.get(rel, {}).get("defs", {}).get(scope) if scope else None
+
+    def is_class(self, node: str) -> bool:
+        d = self.def_of(node)
+        return d is not None and d[2] == "c"
 
     def target_label(self, node: str) -> int:
         d = self.def_of(node)
@@ -1688,12 +1694,14 @@ def _package_of(modules: dict[str, list[str]], rel: str) -> list[str]:
     return names[0].split(".") if names else []
 
 
-def named_symbols(graph: Graph, reach) -> list[str]:
-    """The nodes each `--entry module:name` names, recorded on reach for the report; a name that
-    resolves to nothing in any of its files is an error, not a silent module-level scan."""
+def named_symbols(graph: Graph, reach) -> tuple[list[str], set[str]]:
+    """The nodes each `--entry module:name` names, recorded on reach for the report, and the classes
+    the user picked with them (a named class, the class of `Class.method`, and their project bases).
+    A name that resolves to nothing in any of its files is an error, not a silent module-level scan."""
     from .reach import EntryError
 
     out: list[str] = []
+    classes: set[str] = set()
     for spec, (files, _) in sorted(getattr(reach, "symbols", {}).items()):
         name = spec.rpartition(":")[2]
         nodes = sorted({n for rel in files for n in graph.symbol(rel, name)})
@@ -1702,13 +1710,16 @@ def named_symbols(graph: Graph, reach) -> list[str]:
             raise EntryError(f"entry {spec!r}: {where} defines or imports no function, class or module `{name}`")
         reach.symbols[spec] = (files, [node_text(n) for n in nodes])
         out += nodes
-        for node in nodes:  # a class: what the training loop calls on it unnamed (an optimizer's `step`)
-            d = graph.def_of(node)
-            if d is not None and d[2] == "c":
-                rel, scope = split_node(node)
-                out += [f"{rel}::{m}" for m in graph.class_methods.get((rel, scope), ())
-                        if _called_by_framework(graph, node, m)]
-    return out
+        owner = name.rpartition(".")[0]  # `Trainer.fit`: the user constructs the class, then calls the method
+        for node in (sorted({n for rel in files for n in graph.symbol(rel, owner)}) if owner else nodes):
+            if graph.is_class(node):
+                classes.update(graph._linear(node))
+                if owner:
+                    out.append(node)
+    for node in sorted(classes & set(out)):  # what a training loop calls on it unnamed (an optimizer's `step`)
+        rel, scope = split_node(node)
+        out += [f"{rel}::{m}" for m in graph.class_methods.get((rel, scope), ()) if _called_by_framework(graph, node, m)]
+    return out, classes
 
 
 def setup_only(graph: Graph, ctx: Context) -> set[str]:
@@ -2385,12 +2396,16 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         graph.edges_changed()  # their labels were judged on the defaults before the launch options
     if reach.mode == "entries" and entries:
         graph.entry_files = frozenset(entries)
-        symbols = named_symbols(graph, reach)
+        symbols, picked = named_symbols(graph, reach)
         # a file named with a symbol is imported, not run: its `__main__` block stays a demo
         named = getattr(reach, "symbols", {})
         by_symbol = {rel for files, _ in named.values() for rel in files}
         functions = [] if named else [f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
         nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries if e not in by_symbol] + functions + symbols
+        if named:  # a library used through the calls its user names: its other alternatives stay the user's pick
+            on = [r for r in graph.code if not reach.reasons.get(r)]
+            graph.alternatives = {n: g for n, g in alternatives(graph, on, library_roots(graph, on)).items()
+                                  if n not in picked and n not in symbols}
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)
         ctx.function_level = True
         ctx.starts = nodes

@@ -1,6 +1,7 @@
 """Re-read the hand audits (docs/calibration/audit.json for round 1, auditN.json for round N) against the latest calibration reports.
 
     python scripts/audit_recheck.py            # after scripts/calibrate.py wrote the reports
+    python scripts/audit_recheck.py --rounds 17   # round 17 judged reports scanned with --use-label-api
 
 The audit judged each must-port finding of one scan by hand (TRUE, mis-weighted, FALSE). A later
 model moves findings in and out of the must-port part; this prints, per verdict, how many audited
@@ -15,6 +16,7 @@ audited findings that became sites are counted apart, by verdict): an audit judg
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import os
@@ -29,9 +31,27 @@ AUDITS = tuple(str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs" / "calibr
                                                          key=lambda p: int(p.stem[len("audit"):] or 1)))
 
 
-def main() -> int:
+def rounds_of(text: str | None) -> set[int]:
+    """`--rounds 1-16,18`: the rounds to reread (every round when not given)."""
+    if not text:
+        return set(range(1, len(AUDITS) + 1))
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", help="rounds to reread, e.g. 1-16 (default: all); round 17 judged "
+                        "reports scanned with the labels' api calls as entries (calibrate.py --use-label-api)")
+    args = parser.parse_args(argv)
+    chosen = rounds_of(args.rounds)
     audit = []
     for n, path in enumerate(AUDITS, start=1):  # round 1 judged 13 reports; rounds 2 and 3 sampled all 39 anew
+        if n not in chosen:
+            continue
         for a in json.loads((ROOT / path).read_text(encoding="utf-8")):
             audit.append(dict(a, round=n))
     by_repo: dict[str, list[dict]] = collections.defaultdict(list)
@@ -84,6 +104,8 @@ def main() -> int:
         print(f"TRUE share among audited findings still must-port: {kept['TRUE']}/{remaining} "
               f"({100 * kept['TRUE'] / remaining:.0f} %); must-port findings with no verdict: {unaudited}")
     for n, path in enumerate(AUDITS, start=1):
+        if n not in chosen:
+            continue
         left = sum(v for (r, _), v in by_round.items() if r == n)
         print(f"round {n} ({path.rsplit('/', 1)[-1]}): {by_round[(n, 'TRUE')]} TRUE of {left} still must-port")
     sites = {v: n for (v, c), n in moved.items() if c == "site"}

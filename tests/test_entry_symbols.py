@@ -63,7 +63,7 @@ def test_a_re_exported_function_starts_the_path_where_it_is_defined(tmp_path):
     # the module is imported, not run: its `__main__` block stays a demo
     assert off[("pkg/render.py", 10)] == "off-path"
     # the file and the module spelling lead to the same definition and the same findings
-    for spec in ("pkg/render.py:rasterize", "pkg.render:rasterize"):
+    for spec in ("pkg/render.py:rasterize", "pkg.render:rasterize", "pkg:render.rasterize"):
         again = scan(root, spec)
         assert step_lines(again) == {("pkg/render.py", 7)}
         assert again.extra["reach"]["entry_symbols"] == {spec: ["pkg/render.py:rasterize"]}
@@ -132,3 +132,52 @@ def test_a_name_re_exported_with_a_star_is_found_where_it_is_defined(tmp_path):
     assert report.extra["reach"]["entry_symbols"] == {"geo.nn:GCNConv": ["geo/nn/conv/gcn.py:GCNConv"]}
     assert step_lines(report) == {("geo/nn/conv/gcn.py", 5)}
 
+
+
+def test_the_library_s_other_alternatives_stay_the_user_s_pick(tmp_path):
+    """Importing the package registers every tuner, and the named call reaches a method by name
+    (`model.update_layer`) that each defines. The family members the user did not name are opt-in,
+    as in library mode; one the user names runs."""
+    tuner = (
+        "import torch\nfrom .base import BaseTuner\nfrom .registry import register\n\n"
+        "class {name}(BaseTuner):\n"
+        "    def update_layer(self, x):\n"
+        "        return torch.nonzero(x)\n\n"
+        "register('{key}', {name})\n"
+    )
+    root = tree(tmp_path, {
+        "tune/__init__.py": (
+            "from .lora import LoraModel\nfrom .ia3 import IA3Model\nfrom .boft import BOFTModel\n"
+            "from .mapping import get_model\n"
+        ),
+        "tune/base.py": "import torch\n\nclass BaseTuner:\n    def __init__(self):\n        self.dev = torch.device('cuda')\n",
+        "tune/registry.py": "REGISTRY = {}\n\ndef register(key, cls):\n    REGISTRY[key] = cls\n",
+        "tune/lora.py": tuner.format(name="LoraModel", key="lora"),
+        "tune/ia3.py": tuner.format(name="IA3Model", key="ia3"),
+        "tune/boft.py": tuner.format(name="BOFTModel", key="boft"),
+        "tune/mapping.py": (
+            "from .registry import REGISTRY\n\n"
+            "def get_model(kind, x):\n"
+            "    model = REGISTRY[kind]()\n"
+            "    return model.update_layer(x)\n"
+        ),
+    })
+    report = scan(root, "tune:get_model")
+    opt_in = {f.path: f.gate for f in report.off_path if f.context == "opt-in"}
+    assert {"tune/lora.py", "tune/ia3.py", "tune/boft.py"} <= set(opt_in) and not report.findings
+    assert "one of 3 subclasses of `BaseTuner`" in opt_in["tune/ia3.py"]
+    named = scan(root, "tune:get_model", "tune:LoraModel")
+    assert step_lines(named) == {("tune/lora.py", 7), ("tune/base.py", 5)}  # and the base it derives from
+
+
+def test_the_bases_of_a_named_class_are_no_alternatives(tmp_path):
+    trainer = "from .base import BaseTrainer\n\nclass {name}(BaseTrainer):\n    pass\n"
+    root = tree(tmp_path, {
+        "st/__init__.py": "from .text import TextTrainer\nfrom .image import ImageTrainer\n",
+        "st/base.py": "import torch\n\nclass BaseTrainer:\n    def train(self):\n        return torch.zeros(1).cuda()\n",
+        "st/text.py": trainer.format(name="TextTrainer"),
+        "st/image.py": trainer.format(name="ImageTrainer"),
+        "st/audio.py": trainer.format(name="AudioTrainer"),
+    })
+    # three `*Trainer` classes are a family in library mode; the one named, and its base, run
+    assert step_lines(scan(root, "st:TextTrainer.train")) == {("st/base.py", 5)}
