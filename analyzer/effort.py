@@ -105,6 +105,7 @@ CUDA_CHECKS = frozenset({"NR1019"})
 # that describes the device (capability, properties) is folded only on the literal's own line.
 DEVICE_PROBES = frozenset({"NR1005"})
 SELECTING_PROBES = frozenset({"is_available", "device_count"})
+LAUNCH_CONTEXTS = frozenset({"NR1006"})  # `torch.cuda.device(...)` around a kernel launch (launch_plumbing)
 DEVICE_LITERALS = frozenset({"NR1001", "NR1002", "NR1003", "NR1004"})
 # Inline PTX lines: a CUDA source's port rewrites its device code as one unit (sites(): ptx_lines)
 INLINE_PTX = frozenset({"NR1706"})
@@ -449,6 +450,7 @@ class _Planner:
                 self.draft(tid, FAMILY_TITLES["triton"], "triton", "mechanical")
             self.drafts[tid].idx.append(i)
         self.wrapped_checks(checks)
+        self.launch_plumbing()
         plumbing = self.drafts.get("T-triton")
         if plumbing and all(self.findings[i].snippet.startswith(("import ", "from ")) for i in plumbing.idx):
             # Imported where none of its kernels runs by default: the work is the import guard, not a rewrite.
@@ -474,6 +476,36 @@ class _Planner:
                 self.checks[i] = tid
             else:
                 self.draft("T-device", FAMILY_TITLES["device"], "device", "mechanical").idx.append(i)
+
+    def launch_plumbing(self) -> None:
+        """A CUDA device context (`with torch.cuda.device(x.device):`) or a query of the device's
+        properties (`get_device_properties(...).multi_processor_count`, sizing a grid) in a function
+        that launches a kernel whose port is a task exists for that launch: the port replaces it, as it
+        replaces a check it wraps (wrapped_checks). It leaves device plumbing for that task, listed
+        there and costed nothing more; a probe that chooses a device (`is_available`) stays plumbing."""
+        device = self.drafts.get("T-device")
+        if device is None:
+            return
+        launched: dict[tuple[str, str], str] = {}
+        for d in sorted(self.drafts.values(), key=lambda d: d.id):
+            if d.category in ("triton", "custom-cuda") and d.kind != "mechanical":
+                for i in d.idx:
+                    f = self.findings[i]
+                    if f.scope and self.costing(f) == "triton-launch":
+                        launched.setdefault((f.path, f.scope), d.id)
+        moved = []
+        for i in device.idx:
+            f = self.findings[i]
+            name = (f.symbol or "").rsplit(".", 1)[-1]
+            plumbing = ((f.rule in LAUNCH_CONTEXTS and name == "device")
+                        or (f.rule in DEVICE_PROBES and name not in SELECTING_PROBES))
+            tid = launched.get((f.path, f.scope)) if plumbing and not f.fallback else None
+            if tid is not None:
+                self.checks[i] = tid
+                moved.append(i)
+        device.idx = [i for i in device.idx if i not in moved]
+        if not device.idx:
+            del self.drafts["T-device"]
 
     def triton_ops(self, idx: list[int], triton_kernels: dict[tuple[str, str], str]) -> None:
         """One task per Triton op. A kernel joins the op its name says (op_stem), unless its body is a
@@ -916,8 +948,9 @@ class _Planner:
           (the decorator goes with the kernel's rewrite);
         - a Triton launch of a kernel whose own finding is in its task: the one in the launch's file,
           else the only one of that name (the launch becomes a call of the rewritten kernel);
-        - a CUDA check a kernel or library task holds (wrapped_checks): a site of that task's first
-          finding in the same function (the port replaces what it protects);
+        - a CUDA check a kernel or library task holds (wrapped_checks), and a CUDA device context or
+          device-property query in a function that launches a kernel of a task (launch_plumbing): a
+          site of that task's first finding in the same function (the port replaces what it protects);
         - a CUDA probe that chooses a device (is_available, device_count) in a function that names a
           CUDA device: a site of that device literal (the nearest), the probe choosing between it and
           another device; any probe on a device literal's own line (module level too) is a site of it.

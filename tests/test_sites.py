@@ -674,3 +674,44 @@ def test_triton_device_functions_are_sites_of_their_files_kernel_or_first_helper
     assert half.part_of == "" and twice.part_of == f"NR1801 helpers.py:{half.line}"  # a file of helpers: one item
     # the helpers keep their own (small) task: the figures do not move
     assert task_of(report, "NR1801", square.line) == "T-triton-helpers" != task_of(report, "NR1801", poly.line)
+
+
+LAUNCHER_MODEL = """\
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _scale(x_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
+
+    def scale(x):
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+        with torch.cuda.device(x.device):
+            _scale[(sms,)](x, x.numel(), BLOCK=128)
+        return x
+
+    def place(x):
+        with torch.cuda.device(x.device):
+            return x * 2
+
+    class Net(torch.nn.Linear):
+        def __init__(self):
+            super().__init__(4, 4)
+
+        def forward(self, x):
+            return place(scale(super().forward(x)))
+    """
+
+
+def test_a_device_context_and_property_query_around_a_launch_are_sites_of_the_kernel(tmp_path):
+    """They exist for the launch: the kernel's rewrite removes them. The same context around plain
+    PyTorch code is device plumbing of its own."""
+    report = scan(tree(tmp_path, {"train.py": TRAIN, "model.py": LAUNCHER_MODEL}))
+    kernel = next(f for f in report.findings if f.rule == "NR1801")
+    got = sites(report)
+    assert got[("NR1005", 11)] == got[("NR1006", 12)] == f"NR1801 model.py:{kernel.line}"
+    tid = task_of(report, "NR1801", kernel.line)
+    assert task_of(report, "NR1006", 12) == task_of(report, "NR1005", 11) == tid
+    assert got[("NR1006", 17)] == "" and task_of(report, "NR1006", 17) == "T-device"
