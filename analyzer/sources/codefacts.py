@@ -96,7 +96,7 @@ from .pyindex import CAPABILITY
 from .setup_code import checkpoint_io, kept_refs, returned_refs
 from .vocab import OPTIMIZER_RECEIVER
 from .vocab import ast_chain as _chain
-from .vocab import defaulted_params
+from .vocab import defaulted_params, reexported
 
 # Names of functions that evaluate, infer, export or visualise rather than train.
 EVAL_NAME = re.compile(
@@ -531,9 +531,11 @@ def _bind_top(fx: _Facts, tree: ast.Module) -> None:
                     fx.bindings[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
             elif t is ast.ImportFrom:
                 mod = absolute(node.module or "", node.level, fx.module_name, fx.is_package)
+                imported = [a.name for a in node.names]
                 for a in node.names:
                     if a.name != "*":
-                        fx.bindings[a.asname or a.name] = f"{mod}.{a.name}" if mod else a.name
+                        fx.bindings[a.asname or a.name] = reexported(mod, a.name, imported, node.level > 0) or (
+                            f"{mod}.{a.name}" if mod else a.name)
                     elif mod and mod not in fx.stars:
                         fx.stars.append(mod)
             elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
@@ -631,9 +633,11 @@ class _Walk:
                 self.note_neuron()
             fx.imports.setdefault(self.scope, []).extend([m, self.region] for m in mods if m)
             if self.scope:  # a function-level import binds a name for this function only
+                imported = [a.name for a in st.names]
                 for a in st.names:
                     if a.name != "*" and t is ast.ImportFrom:
-                        fx.bindings.setdefault(a.asname or a.name, f"{mods[0]}.{a.name}" if mods[0] else a.name)
+                        fx.bindings.setdefault(a.asname or a.name, reexported(mods[0], a.name, imported, st.level > 0)
+                                               or (f"{mods[0]}.{a.name}" if mods[0] else a.name))
         else:
             table = t in (ast.Assign, ast.AnnAssign) and not self.scope and self.top_assign(st)
             if t is ast.AnnAssign and self.cls is not None and self.scope == self.cls:

@@ -36,6 +36,7 @@ from .vocab import (
     dotted_parts,
     find_arg,
     literal_value,
+    reexported,
     load_libcst,
     short_code,
     string_shapes,
@@ -387,15 +388,19 @@ class PythonScanner(Walker):
             if not type_only and not node.relative:
                 self.match_import(module, line, node, guarded)
             return
+        imported = [(dotted_parts(a.name) or [""])[0] for a in names]
         for alias in names:
             parts = dotted_parts(alias.name) or []
             if not parts:
                 continue
-            full = f"{module}.{parts[0]}" if module else parts[0]
+            library = reexported(module, parts[0], imported, bool(node.relative))
+            full = library or (f"{module}.{parts[0]}" if module else parts[0])
             local = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else parts[0]
             self.names.bind(local, Binding(full, guarded, type_only))
             if type_only:
                 continue
+            if library:
+                self.imports.add(library)
             if node.relative:
                 self.imports.add(full)  # `from . import x` may name a module
                 continue  # a relative import is the project's own code, never a GPU library

@@ -41,6 +41,7 @@ from .vocab import (
     ast_maybe_none,
     ast_shapes,
     fullmatch_may,
+    reexported,
 )
 from .vocab import AST_PLANS as _PLANS
 from .vocab import ast_nodes as _walk
@@ -199,12 +200,14 @@ class _Screen:
                     mod = absolute(node.module or "", node.level, self.module_name, self.is_package)
                     if mod and counts:
                         self.imports.append((node.lineno, mod))
+                    imported = [a.name for a in node.names]
                     for a in node.names:
                         if a.name == "*":
                             continue
-                        full = f"{mod}.{a.name}" if mod else a.name
+                        library = reexported(mod, a.name, imported, node.level > 0)
+                        full = library or (f"{mod}.{a.name}" if mod else a.name)
                         names.setdefault(a.asname or a.name, set()).add(full)
-                        if node.level and counts:
+                        if (node.level or library) and counts:
                             self.imports.append((node.lineno, full))
                 elif t is ast.Assign:
                     if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:

@@ -67,6 +67,20 @@ def literal_value(node) -> Any:
     return NOT_LITERAL
 
 
+# `from deepspeed.ops.triton_ops._triton import triton, tl`: a project module that imports Triton
+# once behind an availability check and re-exports it. Among the names of an absolute import that
+# brings `triton` itself, `triton` and `tl` are Triton's, so the importing file's `@triton.jit`
+# kernels are kernels (the re-exporting module is not read: a file's facts are its own).
+_TRITON_REEXPORTS = {"triton": "triton", "tl": "triton.language"}
+
+
+def reexported(module: str, name: str, names: list[str], relative: bool) -> str | None:
+    """The library a name of `from module import names` stands for when module re-exports it."""
+    if relative or not module or module.split(".")[0] == "triton" or "triton" not in names:
+        return None
+    return _TRITON_REEXPORTS.get(name)
+
+
 def dotted_parts(node) -> list[str] | None:
     """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain name chain."""
     parts: list[str] = []
