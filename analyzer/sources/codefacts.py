@@ -531,10 +531,10 @@ def _bind_top(fx: _Facts, tree: ast.Module) -> None:
                     fx.bindings[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
             elif t is ast.ImportFrom:
                 mod = absolute(node.module or "", node.level, fx.module_name, fx.is_package)
-                imported = [a.name for a in node.names]
+                imported = [(a.name, a.asname) for a in node.names]
                 for a in node.names:
                     if a.name != "*":
-                        fx.bindings[a.asname or a.name] = reexported(mod, a.name, imported, node.level > 0) or (
+                        fx.bindings[a.asname or a.name] = reexported(mod, a.name, imported) or (
                             f"{mod}.{a.name}" if mod else a.name)
                     elif mod and mod not in fx.stars:
                         fx.stars.append(mod)
@@ -633,10 +633,10 @@ class _Walk:
                 self.note_neuron()
             fx.imports.setdefault(self.scope, []).extend([m, self.region] for m in mods if m)
             if self.scope:  # a function-level import binds a name for this function only
-                imported = [a.name for a in st.names]
+                imported = [(a.name, a.asname) for a in st.names]
                 for a in st.names:
                     if a.name != "*" and t is ast.ImportFrom:
-                        fx.bindings.setdefault(a.asname or a.name, reexported(mods[0], a.name, imported, st.level > 0)
+                        fx.bindings.setdefault(a.asname or a.name, reexported(mods[0], a.name, imported)
                                                or (f"{mods[0]}.{a.name}" if mods[0] else a.name))
         else:
             table = t in (ast.Assign, ast.AnnAssign) and not self.scope and self.top_assign(st)

@@ -388,12 +388,14 @@ class PythonScanner(Walker):
             if not type_only and not node.relative:
                 self.match_import(module, line, node, guarded)
             return
-        imported = [(dotted_parts(a.name) or [""])[0] for a in names]
+        imported = [(".".join(dotted_parts(a.name) or []),
+                     a.asname.name.value if a.asname is not None and type(a.asname.name) is cst.Name else None)
+                    for a in names]
         for alias in names:
             parts = dotted_parts(alias.name) or []
             if not parts:
                 continue
-            library = reexported(module, parts[0], imported, bool(node.relative))
+            library = reexported(module, parts[0], imported)
             full = library or (f"{module}.{parts[0]}" if module else parts[0])
             local = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else parts[0]
             self.names.bind(local, Binding(full, guarded, type_only))

@@ -200,11 +200,11 @@ class _Screen:
                     mod = absolute(node.module or "", node.level, self.module_name, self.is_package)
                     if mod and counts:
                         self.imports.append((node.lineno, mod))
-                    imported = [a.name for a in node.names]
+                    imported = [(a.name, a.asname) for a in node.names]
                     for a in node.names:
                         if a.name == "*":
                             continue
-                        library = reexported(mod, a.name, imported, node.level > 0)
+                        library = reexported(mod, a.name, imported)
                         full = library or (f"{mod}.{a.name}" if mod else a.name)
                         names.setdefault(a.asname or a.name, set()).add(full)
                         if (node.level or library) and counts:

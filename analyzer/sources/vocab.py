@@ -68,17 +68,21 @@ def literal_value(node) -> Any:
 
 
 # `from deepspeed.ops.triton_ops._triton import triton, tl`: a project module that imports Triton
-# once behind an availability check and re-exports it. Among the names of an absolute import that
-# brings `triton` itself, `triton` and `tl` are Triton's, so the importing file's `@triton.jit`
-# kernels are kernels (the re-exporting module is not read: a file's facts are its own).
+# once behind an availability check and re-exports it. A statement that imports both `triton` and
+# `tl` under their own names imports Triton's (a module exporting that pair re-exports Triton), so
+# the importing file's `@triton.jit` kernels are kernels; the re-exporting module is not read (a
+# file's facts are its own). One of the pair alone, or renamed (`from torch._inductor.config import
+# triton as inductor_triton_config`), is the module's own name.
 _TRITON_REEXPORTS = {"triton": "triton", "tl": "triton.language"}
 
 
-def reexported(module: str, name: str, names: list[str], relative: bool) -> str | None:
-    """The library a name of `from module import names` stands for when module re-exports it."""
-    if relative or not module or module.split(".")[0] == "triton" or "triton" not in names:
+def reexported(module: str, name: str, imported: list[tuple[str, str | None]]) -> str | None:
+    """The library a name of `from module import ...` stands for when module re-exports it;
+    `imported` holds the statement's (name, asname) pairs."""
+    if module.split(".")[0] == "triton" or name not in _TRITON_REEXPORTS:
         return None
-    return _TRITON_REEXPORTS.get(name)
+    plain = {n for n, alias in imported if alias in (None, n)}
+    return _TRITON_REEXPORTS[name] if set(_TRITON_REEXPORTS) <= plain else None
 
 
 def dotted_parts(node) -> list[str] | None:
