@@ -2096,13 +2096,18 @@ def core_modules(graph: Graph, rels: list[str]) -> set[str]:
 
 def used_by_code(graph: Graph, rels: list[str]) -> set[str]:
     """Classes the library's own functions construct outside any condition
-    (`self.attn = CausalSelfAttention(...)` in a decoder layer): the library picks them, so they run
-    with their caller, never as an alternative of the user's. Naming a class as a value does not
-    count (`OptimInfo(opt_class=AdamP)` registers an alternative), nor does module-level code or
-    the class's own methods (a class constructing itself picks nothing)."""
+    (`self.attn = CausalSelfAttention(...)` in a decoder layer), and what they install into an imported
+    module (`modeling_llama.LlamaMLP = LigerSwiGLUMLP`): the library picks them, so they run with
+    their caller, never as an alternative of the user's. Naming a class as a value does not count
+    (`OptimInfo(opt_class=AdamP)` registers an alternative), nor does module-level code or the
+    class's own methods (a class constructing itself picks nothing)."""
     out: set[str] = set()
     for rel in rels:
-        for scope, refs in graph.code.get(rel, {}).get("calls", {}).items():
+        code = graph.code.get(rel, {})
+        # what a function installs into an imported module (`modeling_llama.LlamaMLP = LigerSwiGLUMLP`)
+        # is the library's pick for that module's users too, whatever condition the patch sits under:
+        # the condition gates it as the reference's region says
+        for scope, refs in [*code.get("calls", {}).items(), *code.get("installs", {}).items()]:
             for ref in refs:
                 for target in graph.resolve(rel, ref):
                     t_rel, t_scope = split_node(target)
@@ -2403,7 +2408,9 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         functions = [] if named else [f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
         nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries if e not in by_symbol] + functions + symbols
         if named:  # a library used through the calls its user names: its other alternatives stay the user's pick
-            on = [r for r in graph.code if not reach.reasons.get(r)]
+            # judged over the library as library mode sees it: a module the entry's imports do not
+            # reach (a lazily imported `monkey_patch`) still names, constructs and installs its classes
+            on = [r for r in graph.code if reach.reasons.get(r, "") in ("", UNREACHED_REASON)]
             graph.alternatives = {n: g for n, g in alternatives(graph, on, library_roots(graph, on)).items()
                                   if n not in picked and n not in symbols}
         ctx.labels, ctx.gates, ctx.parents = propagate(graph, nodes)

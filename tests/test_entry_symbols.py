@@ -181,3 +181,60 @@ def test_the_bases_of_a_named_class_are_no_alternatives(tmp_path):
     })
     # three `*Trainer` classes are a family in library mode; the one named, and its base, run
     assert step_lines(scan(root, "st:TextTrainer.train")) == {("st/base.py", 5)}
+
+
+PATCHER = {
+    "lk/__init__.py": "from .patch import apply_to_llama\n",
+    "lk/mlp.py": (
+        "import torch\n\n"
+        "class BaseMLP(torch.nn.Module):\n"
+        "    pass\n\n"
+        "class SwiGLUMLP(BaseMLP):\n"
+        "    def forward(self, x):\n"
+        "        return torch.nonzero(x)\n\n"
+        "class GeGLUMLP(BaseMLP):\n"
+        "    def forward(self, x):\n"
+        "        return torch.nonzero(x)\n\n"
+        "class ReGLUMLP(BaseMLP):\n"
+        "    def forward(self, x):\n"
+        "        return torch.nonzero(x)\n"
+    ),
+    "lk/patch.py": (
+        "from .mlp import SwiGLUMLP\n\n"
+        "def apply_to_llama(swiglu=True):\n"
+        "    from transformers.models.llama import modeling_llama\n"
+        "    if swiglu:\n"
+        "        modeling_llama.LlamaMLP = SwiGLUMLP\n"
+    ),
+}
+
+
+def test_a_class_the_library_installs_into_another_module_is_its_pick_not_an_alternative(tmp_path):
+    """`modeling_llama.LlamaMLP = SwiGLUMLP` (a monkey patch, on by default) installs one of three
+    subclasses of `BaseMLP`: it runs for the patched model, in library mode and from the named call;
+    the two it does not install stay the user's pick."""
+    root = tree(tmp_path, PATCHER)
+    library, named = scan(root), scan(root, "lk:apply_to_llama")
+    for report in (library, named):
+        assert ("lk/mlp.py", 8) in step_lines(report)
+        assert ("lk/mlp.py", 12) not in step_lines(report) and ("lk/mlp.py", 16) not in step_lines(report)
+    gates = {(f.path, f.line): f.gate for f in library.off_path if f.context == "opt-in"}
+    assert "one of 3 subclasses of `BaseMLP`" in gates[("lk/mlp.py", 12)]
+
+
+def test_alternatives_of_a_named_call_are_judged_over_modules_its_imports_do_not_reach(tmp_path):
+    """The package imports `patch` lazily: the named call still reaches it, and the classes it
+    installs are its pick there too."""
+    files = dict(PATCHER, **{"lk/__init__.py": (
+        "from typing import TYPE_CHECKING\n"
+        "from .mlp import SwiGLUMLP, GeGLUMLP, ReGLUMLP\n\n"
+        "if TYPE_CHECKING:\n"
+        "    from .patch import apply_to_llama\n\n"
+        "def __getattr__(name):\n"
+        "    import importlib\n"
+        "    return getattr(importlib.import_module(f'{__name__}.patch'), name)\n"
+    )})
+    root = tree(tmp_path, files)
+    report = scan(root, "lk:apply_to_llama")
+    assert report.extra["reach"]["entry_symbols"] == {"lk:apply_to_llama": ["lk/patch.py:apply_to_llama"]}
+    assert ("lk/mlp.py", 8) in step_lines(report)

@@ -52,7 +52,8 @@ is a plain JSON-able record cached with the file's result:
 - `keyed`: [key, name] of top-level functions a registering decorator files under a string key
   (`@register_op("kl_loss_and_grad", impl_name="nvidia-triton")`).
 - `calls`: per function, the `q:`/`l:` names its own body calls (constructs) outside any if, loop,
-  try or match statement: what it always runs.
+  try or match statement: what it always runs. `installs`: per function, the names it assigns onto
+  an attribute of an imported module (`modeling_llama.LlamaMLP = LigerSwiGLUMLP`, a monkey patch).
 - `registries` and `lookups`: tables of callables chosen by name (`{"flash": flash_fwd, ...}`; one
   level nested, `{"mlp": {"grouped": GroupedMLP}}`, by key path joined with KEY_PATH) and where a
   reached scope picks from one (`TABLE[cfg.attn]`, `TABLE[cfg.kind][cfg.impl]`: ["path", key, key]).
@@ -215,6 +216,7 @@ class _Facts:
         self.lookups: dict[str, list[list]] = {}
         self.decorated: list[list] = []  # [first decorator line, def line, name] of top-level functions
         self.calls: dict[str, set[str]] = {}  # per function: project names it calls outside any condition
+        self.installs: dict[str, list[str]] = {}  # per function: names it assigns onto an imported module
         self.flags: dict[str, list] = {}
         self.aliases: dict[str, str] = {}
         self.passed: dict[str, list] = {}  # callee reference -> distinct calls (module docstring)
@@ -488,7 +490,8 @@ def code_facts(tree: ast.Module, module_name: str, is_package: bool, text: str |
                        ("cuda_optional", fx.cuda_optional), ("cuda_optional_lines", fx.cuda_optional_lines),
                        ("probe_tests", fx.probe_tests), ("probe_via", fx.probe_via),
                        ("gives_up", fx.gives_up), ("device_tests", fx.device_tests),
-                       ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}), ("decorated", fx.decorated),
+                       ("calls", {k: sorted(v) for k, v in sorted(fx.calls.items())}),
+                       ("installs", {k: sorted(set(v)) for k, v in sorted(fx.installs.items())}), ("decorated", fx.decorated),
                        ("kept", fx.kept), ("returns", fx.returns), ("lambdas", fx.lambdas), ("held", fx.held),
                        ("self_only", fx.self_only()), ("stars", fx.stars)):
         if value:
@@ -645,6 +648,8 @@ class _Walk:
             # a table's entries are chosen by name, not called by building the table; a list of classes
             # only a type test reads names them and builds none
             listed = t is ast.Assign and type(st.targets[0]) is ast.Name and st.targets[0].id in self.type_only
+            if t is ast.Assign and self.scope:
+                self.install(st)
             if not table and not listed:
                 self.expr_children(st)
             is_try = t is ast.Try or t.__name__ == "TryStar"
@@ -688,6 +693,19 @@ class _Walk:
                 self.match_(st)
             self.loops -= loop
             self.nest -= compound
+
+    def install(self, st: ast.Assign) -> None:
+        """`modeling_llama.LlamaMLP = LigerSwiGLUMLP` in a function: the project name is installed
+        into an imported module (a monkey patch), so the library picks it for that module's users."""
+        fx = self.fx
+        onto = [tg for tg in st.targets if type(tg) is ast.Attribute]
+        heads = [(_chain(tg) or [""])[0] for tg in onto]
+        if not any(h in fx.bindings and h not in ("self", "cls") for h in heads):
+            return
+        parts = _chain(st.value)
+        ref = fx.ref_of(parts, None) if parts else None
+        if ref is not None and ref.startswith(("q:", "l:")):
+            fx.installs.setdefault(self.scope, []).append(ref)
 
     def registration(self, st: ast.stmt) -> str | None:
         """The function whose method a module-level statement calls (`combine_op.register_autograd(...)`,
