@@ -2405,7 +2405,7 @@ def analyse(infos, reach, findings: list[Finding], housekeeping: set[str] = froz
         # a file named with a symbol is imported, not run: its `__main__` block stays a demo
         named = getattr(reach, "symbols", {})
         by_symbol = {rel for files, _ in named.values() for rel in files}
-        functions = [] if named else [f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
+        functions = [f"{rel}::{scope}" for rel, scope in getattr(reach, "entry_functions", ())]
         nodes = [f"{e}::" for e in entries] + [f"{e}::{MAIN}" for e in entries if e not in by_symbol] + functions + symbols
         if named:  # a library used through the calls its user names: its other alternatives stay the user's pick
             # judged over the library as library mode sees it: a module the entry's imports do not

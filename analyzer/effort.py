@@ -493,7 +493,7 @@ class _Planner:
                     f = self.findings[i]
                     if f.scope and self.costing(f) == "triton-launch":
                         launched.setdefault((f.path, f.scope), d.id)
-        moved = []
+        moved: set[int] = set()
         for i in device.idx:
             f = self.findings[i]
             name = (f.symbol or "").rsplit(".", 1)[-1]
@@ -502,7 +502,7 @@ class _Planner:
             tid = launched.get((f.path, f.scope)) if plumbing and not f.fallback else None
             if tid is not None:
                 self.checks[i] = tid
-                moved.append(i)
+                moved.add(i)
         device.idx = [i for i in device.idx if i not in moved]
         if not device.idx:
             del self.drafts["T-device"]

@@ -97,7 +97,7 @@ class Reach:
     entries: list[str] = field(default_factory=list)
     detected: bool = False  # entries found automatically rather than named
     entry_reasons: dict[str, str] = field(default_factory=dict)  # entry -> why it was chosen
-    entry_functions: list[tuple[str, str]] = field(default_factory=list)  # (file, function) a console script runs
+    entry_functions: list[tuple[str, str]] = field(default_factory=list)  # (file, function) a detected console script runs
     # `--entry module:name`: the name as given -> (its files, the nodes it resolves to, filled by context.py)
     symbols: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
     graph: object = field(default=None, repr=False, compare=False)  # context.Graph built for detection, reused
@@ -513,20 +513,17 @@ def analyse(root: Path, files: list[FileInfo], entries: list[str] = (), explicit
     python = [f.rel for f in files if f.kind in ("python", "notebook")]
 
     named: list[str] = []
-    named_functions: list[tuple[str, str]] = []
     symbols: dict[str, tuple[list[str], list[str]]] = {}
     for e in entries:
         named_files = resolve_entry(e, root, set(rels), modules)
         named += named_files
         _, name = split_entry(e)
         if name:  # `pkg.train:main`, `gsplat:rasterization`: that function or class runs, not the module's `__main__`
-            named_functions += [(f, name) for f in named_files]
             symbols[e.strip()] = (named_files, [])
     reach = Reach(mode="files" if explicit_files else "entries", vendored=vendored, includes=includes)
     if named:
         reach.entries = sorted(set(named))
         reach.entry_reasons = {e: "named with --entry" for e in reach.entries}
-        reach.entry_functions = named_functions
         reach.symbols = symbols
     elif not explicit_files:
         reach.entry_reasons, reach.entry_functions, reach.graph = _detect_entries(root, info, python, modules, vendored)

@@ -97,7 +97,7 @@ from .pyindex import CAPABILITY
 from .setup_code import checkpoint_io, kept_refs, returned_refs
 from .vocab import OPTIMIZER_RECEIVER
 from .vocab import ast_chain as _chain
-from .vocab import defaulted_params, reexported
+from .vocab import defaulted_params, from_import
 
 # Names of functions that evaluate, infer, export or visualise rather than train.
 EVAL_NAME = re.compile(
@@ -537,8 +537,7 @@ def _bind_top(fx: _Facts, tree: ast.Module) -> None:
                 imported = [(a.name, a.asname) for a in node.names]
                 for a in node.names:
                     if a.name != "*":
-                        fx.bindings[a.asname or a.name] = reexported(mod, a.name, imported) or (
-                            f"{mod}.{a.name}" if mod else a.name)
+                        fx.bindings[a.asname or a.name] = from_import(mod, a.name, imported)[0]
                     elif mod and mod not in fx.stars:
                         fx.stars.append(mod)
             elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
@@ -639,8 +638,7 @@ class _Walk:
                 imported = [(a.name, a.asname) for a in st.names]
                 for a in st.names:
                     if a.name != "*" and t is ast.ImportFrom:
-                        fx.bindings.setdefault(a.asname or a.name, reexported(mods[0], a.name, imported)
-                                               or (f"{mods[0]}.{a.name}" if mods[0] else a.name))
+                        fx.bindings.setdefault(a.asname or a.name, from_import(mods[0], a.name, imported)[0])
         else:
             table = t in (ast.Assign, ast.AnnAssign) and not self.scope and self.top_assign(st)
             if t is ast.AnnAssign and self.cls is not None and self.scope == self.cls:

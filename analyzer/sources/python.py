@@ -35,8 +35,8 @@ from .vocab import (
     TRAIN_NAME,
     dotted_parts,
     find_arg,
+    from_import,
     literal_value,
-    reexported,
     load_libcst,
     short_code,
     string_shapes,
@@ -395,14 +395,13 @@ class PythonScanner(Walker):
             parts = dotted_parts(alias.name) or []
             if not parts:
                 continue
-            library = reexported(module, parts[0], imported)
-            full = library or (f"{module}.{parts[0]}" if module else parts[0])
+            full, library = from_import(module, parts[0], imported)
             local = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else parts[0]
             self.names.bind(local, Binding(full, guarded, type_only))
             if type_only:
                 continue
             if library:
-                self.imports.add(library)
+                self.imports.add(full)
             if node.relative:
                 self.imports.add(full)  # `from . import x` may name a module
                 continue  # a relative import is the project's own code, never a GPU library

@@ -40,8 +40,8 @@ from .vocab import (
     ast_literal,
     ast_maybe_none,
     ast_shapes,
+    from_import,
     fullmatch_may,
-    reexported,
 )
 from .vocab import AST_PLANS as _PLANS
 from .vocab import ast_nodes as _walk
@@ -204,8 +204,7 @@ class _Screen:
                     for a in node.names:
                         if a.name == "*":
                             continue
-                        library = reexported(mod, a.name, imported)
-                        full = library or (f"{mod}.{a.name}" if mod else a.name)
+                        full, library = from_import(mod, a.name, imported)
                         names.setdefault(a.asname or a.name, set()).add(full)
                         if (node.level or library) and counts:
                             self.imports.append((node.lineno, full))

@@ -85,6 +85,13 @@ def reexported(module: str, name: str, imported: list[tuple[str, str | None]]) -
     return _TRITON_REEXPORTS[name] if set(_TRITON_REEXPORTS) <= plain else None
 
 
+def from_import(module: str, name: str, imported: list[tuple[str, str | None]]) -> tuple[str, bool]:
+    """The qualified name `from module import name` binds, and whether it is a re-exported library's
+    (reexported): every reader of imports (python.py, screen.py, codefacts.py) binds names by it."""
+    library = reexported(module, name, imported)
+    return (library, True) if library else ((f"{module}.{name}" if module else name), False)
+
+
 def dotted_parts(node) -> list[str] | None:
     """`a.b.c` -> ["a", "b", "c"]; None for anything that is not a plain name chain."""
     parts: list[str] = []
